@@ -1,0 +1,33 @@
+"""Stochastic data clustering (C. D. Meyer and C. D. Wessell).
+
+A consensus matrix S -- from an ensemble of clusterings, label runs, a
+user's similarity matrix or the shared-nearest-neighbour measure -- is
+balanced to a doubly stochastic P = D S D; the Perron cluster of P's
+spectrum gives k; the evolution x_t^T = x_{t-1}^T P reveals the clusters.
+
+Pure numerics (numpy, scipy, scikit-learn): no web framework, no queue.
+"""
+
+from .balance import BalanceResult, balance
+from .clustering import iterate
+from .custom import CustomResult, custom_cluster, neighbours
+from .diagnostics import clustering_errors, evaluate, uncoupling_measure
+from .ensemble import ensemble_labels, ensemble_plan, ensemble_run
+from .errors import BalancingError, IterationError, SCAError
+from .inputs import consensus_operator, membership_matrix, membership_operator, snn_operator
+from .iteration import IterationResult, gap_split
+from .operators import (ConsensusOperator, DenseOperator, FactoredOperator, SparseOperator,
+                        operator_from_state, operator_state)
+from .pipeline import cluster, custom_result, result_dict, run_stages
+from .spectral import SpectrumResult, largest_gap_k, perron_cluster, spectrum
+
+__all__ = [
+    "BalanceResult", "BalancingError", "ConsensusOperator", "CustomResult", "DenseOperator",
+    "FactoredOperator", "IterationError", "IterationResult", "SCAError", "SparseOperator",
+    "SpectrumResult", "balance", "cluster", "clustering_errors", "consensus_operator",
+    "custom_cluster", "custom_result", "ensemble_labels", "ensemble_plan", "ensemble_run",
+    "evaluate", "gap_split", "iterate", "largest_gap_k", "membership_matrix",
+    "membership_operator", "neighbours", "operator_from_state", "operator_state",
+    "perron_cluster", "result_dict", "run_stages", "snn_operator", "spectrum",
+    "uncoupling_measure",
+]

@@ -1,0 +1,117 @@
+"""Symmetric Sinkhorn-Knopp balancing (Meyer & Wessell, Sec. 2.2-2.3).
+
+Finds the diagonal ``D`` with ``P = D S D`` doubly stochastic (Lemma 2.6,
+Csima & Datta).  The symmetric update is
+
+    d  <-  sqrt(d / (S d)),
+
+the geometric mean of the two half-steps of Sinkhorn-Knopp.  The undamped
+``d <- 1 / (S d)`` oscillates forever between two scalings, while this one
+converges (on the paper's baseball matrix to 5e-15 in about 40 steps).
+
+The tolerance must be tight: an imperfect P has a non-uniform limit, and the
+iteration then settles on a "stable" clustering that is only an artefact of
+the balancing error.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .errors import BalancingError, SCAError
+from .operators import ConsensusOperator
+
+DEFAULT_TOL = 1e-12
+DEFAULT_MAX_ITER = 10_000
+
+
+@dataclass(frozen=True)
+class BalanceResult:
+    """Outcome of :func:`balance`.
+
+    Attributes
+    ----------
+    P : ConsensusOperator
+        ``D S D`` (the same matrix data as S, scaled lazily).
+    d : ndarray, shape (n,)
+        Diagonal of D.
+    iterations : int
+    residual : float
+        ``max_i |(P e)_i - 1|``.
+    converged : bool
+    n_components : int
+        Connected components of the graph of S; more than one means S is
+        uncoupled (Sec. 2.1) and each component is balanced on its own.
+    components : ndarray of int, shape (n,)
+    """
+
+    P: ConsensusOperator
+    d: np.ndarray
+    iterations: int
+    residual: float
+    converged: bool
+    n_components: int
+    components: np.ndarray
+
+
+def balance(S: ConsensusOperator, tol: float = DEFAULT_TOL,
+            max_iter: int = DEFAULT_MAX_ITER) -> BalanceResult:
+    """Scale S symmetrically to a doubly stochastic ``P = D S D``.
+
+    Parameters
+    ----------
+    S : ConsensusOperator
+        Symmetric, nonnegative, positive diagonal (checked by the input
+        constructors in :mod:`sca.inputs`).
+    tol : float, default 1e-12
+        Stop when every row sum of P is within ``tol`` of one.
+    max_iter : int, default 10000
+        Iteration cap.
+
+    Returns
+    -------
+    BalanceResult
+
+    Raises
+    ------
+    BalancingError
+        When ``max_iter`` is reached first; ``.partial`` holds the
+        :class:`BalanceResult` reached so far.
+
+    Notes
+    -----
+    A disconnected S (an uncoupled consensus, e.g. every run agreeing) still
+    has total support: each component is balanced independently by the same
+    update, so no component can drive a row sum to zero.
+
+    References
+    ----------
+    .. [1] C. D. Meyer and C. D. Wessell, Stochastic Data Clustering, Sec. 2.2,
+       Theorem 2.4 and Lemma 2.6.
+    """
+    if not (isinstance(tol, (float, int)) and tol > 0):
+        raise SCAError(f"tol must be positive, got {tol!r}", "options.tol")
+    if not (isinstance(max_iter, (int, np.integer)) and max_iter >= 1):
+        raise SCAError(f"max_iter must be a positive integer, got {max_iter!r}",
+                       "options.max_iterations")
+    n_components, components = S.components()
+    d = 1.0 / np.sqrt(S.row_sums())
+    residual = np.inf
+    iterations = 0
+    while iterations < max_iter:
+        # rows = (D S D e)_i = d_i (S d)_i, the row sums of the current P
+        rows = d * S.matmat(d)
+        residual = float(np.max(np.abs(rows - 1.0)))
+        if residual <= tol:
+            break
+        d = d / np.sqrt(rows)
+        iterations += 1
+    result = BalanceResult(S.scaled(d), d, iterations, residual, residual <= tol,
+                           n_components, components)
+    if not result.converged:
+        raise BalancingError(
+            f"balancing did not reach tolerance {tol:g} in {max_iter} iterations "
+            f"(residual {residual:.3g})", partial=result)
+    return result

@@ -1,0 +1,108 @@
+"""Clustering ensembles on raw data (Meyer & Wessell, Sec. 1 and Sec. 5).
+
+An ensemble spec is a list of ``{"algorithm": "kmeans" | "nmf", "k": int or
+list of ints, "runs": int}``; several items give the paper's "Combined"
+ensembles.  :func:`ensemble_plan` expands it into independent, JSON-able run
+descriptors (one seed each) so that a worker pool can fan them out;
+:func:`ensemble_run` performs one.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+from sklearn.cluster import KMeans
+from sklearn.decomposition import NMF
+from sklearn.exceptions import ConvergenceWarning
+
+from .errors import SCAError
+from .inputs import check_data
+
+ALGORITHMS = ("kmeans", "nmf")
+#: Iteration cap of one multiplicative-update NMF run.
+NMF_MAX_ITER = 500
+
+
+def ensemble_plan(spec, seed: int = 0) -> list[dict]:
+    """Expand an ensemble spec into run descriptors ``{"algorithm", "k", "seed"}``."""
+    if isinstance(spec, dict):
+        spec = [spec]
+    if not isinstance(spec, (list, tuple)) or not spec:
+        raise SCAError("ensemble must be a non-empty list of {algorithm, k, runs}", "ensemble")
+    runs = []
+    for i, item in enumerate(spec):
+        field = f"ensemble[{i}]"
+        if not isinstance(item, dict):
+            raise SCAError(f"{field} must be an object {{algorithm, k, runs}}", field)
+        unknown = set(item) - {"algorithm", "k", "runs"}
+        if unknown:
+            raise SCAError(f"{field} has unknown keys {sorted(unknown)}", field)
+        algorithm = item.get("algorithm")
+        if algorithm not in ALGORITHMS:
+            raise SCAError(f"{field}.algorithm must be one of {ALGORITHMS}, got {algorithm!r}",
+                           f"{field}.algorithm")
+        ks = item.get("k")
+        ks = [ks] if isinstance(ks, (int, np.integer)) else ks
+        if (not isinstance(ks, (list, tuple)) or not ks
+                or not all(isinstance(k, (int, np.integer)) and not isinstance(k, bool) and k >= 1
+                           for k in ks)):
+            raise SCAError(f"{field}.k must be a positive integer or a list of them", f"{field}.k")
+        count = item.get("runs")
+        if not isinstance(count, (int, np.integer)) or isinstance(count, bool) or count < 1:
+            raise SCAError(f"{field}.runs must be a positive integer, got {count!r}",
+                           f"{field}.runs")
+        for k in ks:
+            runs.extend({"algorithm": algorithm, "k": int(k)} for _ in range(int(count)))
+    seeds = np.random.SeedSequence(int(seed)).generate_state(len(runs), dtype=np.uint32)
+    for run, run_seed in zip(runs, seeds):
+        run["seed"] = int(run_seed)
+    return runs
+
+
+def check_ensemble_data(X, plan: list[dict]) -> np.ndarray:
+    """Data-dependent checks: k below n; NMF needs nonnegative data."""
+    X = check_data(X)
+    n = X.shape[0]
+    worst_k = max(run["k"] for run in plan)
+    if worst_k > n:
+        raise SCAError(f"ensemble k = {worst_k} exceeds the number of elements n = {n}",
+                       "ensemble")
+    if any(run["algorithm"] == "nmf" for run in plan) and X.min() < 0:
+        raise SCAError(f"NMF needs nonnegative data; data has minimum {X.min():g}", "data")
+    return X
+
+
+def ensemble_run(X, run: dict) -> np.ndarray:
+    """One clustering of ``X`` (rows = elements) by ``run``; returns labels.
+
+    ``kmeans``: scikit-learn ``KMeans`` with one k-means++ initialisation.
+    ``nmf``: Lee & Seung multiplicative updates (``NMF(solver="mu",
+    init="random")``); an element's cluster is the argmax of its coefficients.
+    """
+    k, seed = int(run["k"]), int(run["seed"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        if run["algorithm"] == "kmeans":
+            model = KMeans(n_clusters=k, n_init=1, random_state=seed)
+            return model.fit_predict(X).astype(np.int32)
+        if run["algorithm"] == "nmf":
+            model = NMF(n_components=k, solver="mu", init="random", random_state=seed,
+                        max_iter=NMF_MAX_ITER)
+            return np.argmax(model.fit_transform(X), axis=1).astype(np.int32)
+    raise SCAError(f"unknown algorithm {run['algorithm']!r}", "ensemble")
+
+
+def ensemble_labels(X, spec, seed: int = 0, progress=None) -> np.ndarray:
+    """Run a whole ensemble; returns the ``n x r`` label matrix.
+
+    ``progress(done, total)`` is called after each run when given.
+    """
+    plan = ensemble_plan(spec, seed)
+    X = check_ensemble_data(X, plan)
+    labels = np.empty((X.shape[0], len(plan)), dtype=np.int32)
+    for j, run in enumerate(plan):
+        labels[:, j] = ensemble_run(X, run)
+        if progress is not None:
+            progress(j + 1, len(plan))
+    return labels

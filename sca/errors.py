@@ -1,0 +1,39 @@
+"""Exceptions raised by the core.
+
+Every error a caller can provoke with bad input is an :class:`SCAError`
+(a ``ValueError``) whose ``field`` names the input at fault, so the command
+line and the service can report it without parsing messages.  Numerical
+failures carry the partial result, the way ``ArpackNoConvergence`` does.
+"""
+
+from __future__ import annotations
+
+
+class SCAError(ValueError):
+    """Invalid input or parameter; ``field`` names the offending input."""
+
+    def __init__(self, message: str, field: str | None = None):
+        super().__init__(message)
+        self.field = field
+
+
+class BalancingError(SCAError):
+    """Sinkhorn-Knopp stopped at its iteration cap before the tolerance.
+
+    ``partial`` is the :class:`~sca.balance.BalanceResult` reached so far.
+    """
+
+    def __init__(self, message: str, partial=None):
+        super().__init__(message, field="options.max_iterations")
+        self.partial = partial
+
+
+class IterationError(SCAError):
+    """The iteration stage hit its cap without a stable clustering.
+
+    ``partial`` holds the last clustering seen (labels or ``None``).
+    """
+
+    def __init__(self, message: str, partial=None):
+        super().__init__(message, field="options.max_iterations")
+        self.partial = partial

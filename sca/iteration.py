@@ -1,0 +1,228 @@
+"""The iteration stage (Meyer & Wessell, Sec. 3, Fig. 3.1, and Sec. 4.1).
+
+From a random probability vector ``x_0`` the algorithm tracks
+``x_t^T = x_{t-1}^T P`` and, after each product, splits the sorted entries
+at the ``k-1`` largest gaps (or clusters them with k-means, the paper's
+alternative); it stops when the clustering has been the same for ``stable``
+consecutive steps.
+
+Two things make this usable in floating point:
+
+* ``x_t - u`` (u uniform) shrinks like ``λ2^t`` and reaches rounding noise
+  after a few hundred steps; a clustering read from there is noise.  We
+  iterate the *deflated* vector ``y_t = x_t - mean(x_t)``, rescaled each step.
+  Because P is doubly stochastic, ``x_t = mean(x_0) + c_t y_t`` with
+  ``c_t > 0``: an increasing affine map, so sorting and the largest gaps (and
+  therefore every clustering) are those of ``x_t``, without the floor.
+* A cut at a gap of (near) zero is no clustering and does not count toward
+  ``stable``.
+
+With ``split="kmeans"`` each start is a block of ``b`` vectors iterated
+together (the column space of ``X_0 P^t``, deflated and re-orthonormalised
+each step so the columns stay independent), and the rows of the ``n x b``
+block are clustered with k-means.  This is the default: one gap split of a
+single vector merges blocks when k is large.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy.optimize import linear_sum_assignment
+from sklearn.cluster import KMeans
+
+from .errors import IterationError, SCAError
+from .operators import ConsensusOperator
+
+SPLITS = ("gaps", "kmeans")
+#: A cut whose gap is below this fraction of the spread of x_t is not a cut.
+GAP_EPS = 1e-9
+#: Redraws allowed for a random start within ε of uniform.
+_MAX_REDRAWS = 100
+
+
+@dataclass
+class IterationResult:
+    """Outcome of :func:`iterate`.
+
+    ``labels`` is the most frequent solution over the starts; ``solutions``
+    lists every distinct one as ``(labels, frequency)``, most frequent first;
+    ``membership`` (``n x k``, starts > 1) is the fraction of starts placing
+    each element in each cluster of the answer, after matching clusters;
+    ``trace`` (on request) follows the first start step by step.
+    """
+
+    labels: np.ndarray
+    iterations: int
+    solutions: list
+    membership: np.ndarray | None = None
+    trace: list | None = None
+    failed_starts: int = 0
+    rounds: int = 1
+    history: list = field(default_factory=list)
+
+
+def canonical(labels: np.ndarray) -> np.ndarray:
+    """Relabel clusters 0, 1, ... in order of first appearance."""
+    _, first, inverse = np.unique(labels, return_index=True, return_inverse=True)
+    rank = np.empty(first.size, dtype=np.int64)
+    rank[np.argsort(first)] = np.arange(first.size)
+    return rank[inverse.ravel()]
+
+
+def gap_split(x: np.ndarray, k: int) -> np.ndarray | None:
+    """Cluster the entries of ``x`` by cutting its sorted list at the k-1 largest gaps.
+
+    Returns canonical labels, or ``None`` when a needed gap is (near) zero.
+    Ties between equal gaps go to the smaller entries.
+    """
+    n = x.size
+    if k == 1:
+        return np.zeros(n, dtype=np.int64)
+    order = np.argsort(x, kind="stable")
+    values = x[order]
+    gaps = np.diff(values)
+    spread = values[-1] - values[0]
+    cuts = np.sort(np.argsort(-gaps, kind="stable")[: k - 1])
+    if spread <= 0 or gaps[cuts].min() <= GAP_EPS * spread:
+        return None
+    labels = np.empty(n, dtype=np.int64)
+    labels[order] = np.searchsorted(cuts, np.arange(n), side="left")
+    return canonical(labels)
+
+
+class _KMeansSplit:
+    """k-means on the rows of a block, warm-started from the previous centres."""
+
+    def __init__(self, k: int, seed: int):
+        self.k, self.seed, self.centres = k, seed, None
+
+    def __call__(self, Y: np.ndarray) -> np.ndarray:
+        Y = Y.reshape(Y.shape[0], -1)
+        if self.centres is None:
+            model = KMeans(self.k, n_init=3, random_state=self.seed)
+        else:
+            model = KMeans(self.k, init=self.centres, n_init=1, random_state=self.seed)
+        labels = model.fit_predict(Y)
+        self.centres = model.cluster_centers_
+        if np.unique(labels).size < self.k:
+            return None
+        return canonical(labels)
+
+
+def random_start(n: int, rng: np.random.Generator, eps: float) -> np.ndarray:
+    """A random probability vector at least ``eps`` (2-norm) from uniform (Sec. 4.1)."""
+    for _ in range(_MAX_REDRAWS):
+        x = rng.random(n)
+        x /= x.sum()
+        if np.linalg.norm(x - 1.0 / n) >= eps:
+            return x
+    raise SCAError(f"no random start at least {eps:g} from uniform; lower eps", "options.eps")
+
+
+def _normalise(Y: np.ndarray, b: int) -> np.ndarray:
+    """Deflate each column (remove the uniform direction) and orthonormalise each block."""
+    Y = Y - Y.mean(axis=0)
+    out = np.empty_like(Y)
+    for s in range(0, Y.shape[1], b):
+        if b == 1:
+            norm = np.linalg.norm(Y[:, s])
+            out[:, s] = Y[:, s] / norm if norm > 0 else Y[:, s]
+        else:
+            out[:, s:s + b] = np.linalg.qr(Y[:, s:s + b])[0]
+    return out
+
+
+def _check(P, k, starts, stable, max_iterations, split):
+    n = P.n
+    if not (isinstance(k, (int, np.integer)) and 1 <= k <= n):
+        raise SCAError(f"k must be an integer in [1, n] = [1, {n}], got {k!r}", "options.k")
+    for name, value in (("starts", starts), ("stable", stable),
+                        ("max_iterations", max_iterations)):
+        if not (isinstance(value, (int, np.integer)) and not isinstance(value, bool)
+                and value >= 1):
+            raise SCAError(f"{name} must be a positive integer, got {value!r}", f"options.{name}")
+    if split not in SPLITS:
+        raise SCAError(f"split must be one of {SPLITS}, got {split!r}", "options.split")
+
+
+def evolve(P: ConsensusOperator, k: int, X0: np.ndarray, block: int, split: str,
+           stable: int, max_iterations: int, seed: int = 0, trace: bool = False,
+           stop=None):
+    """Iterate the starts in ``X0`` (``n x starts*block``) until each is stable.
+
+    ``stop(labels, t)`` may end a start early (custom clustering); it returns
+    True when ``labels`` at step ``t`` is an answer.  Returns
+    ``(per-start labels or None, steps taken, trace, Y)``; a start that never
+    settled within ``max_iterations`` gets ``None``.  ``Y`` holds each start's
+    deflated, normalised iterate at the step where it stopped.
+    """
+    n_starts = X0.shape[1] // block
+    mean = X0.mean(axis=0)
+    Y = X0 - mean
+    scale = np.ones(X0.shape[1])
+    splitters = ([(lambda y: gap_split(y.ravel(), k))] * n_starts if split == "gaps"
+                 else [_KMeansSplit(k, seed + s) for s in range(n_starts)])
+    previous = [None] * n_starts
+    count = [0] * n_starts
+    done: list = [None] * n_starts
+    active = list(range(n_starts))
+    steps = []
+    t = 0
+    while True:
+        for s in list(active):
+            labels = splitters[s](Y[:, s * block:(s + 1) * block])
+            same = labels is not None and previous[s] is not None and np.array_equal(
+                labels, previous[s])
+            count[s] = 0 if labels is None else (count[s] + 1 if same else 1)
+            previous[s] = labels
+            if trace and s == 0:
+                x = (mean[0] + scale[0] * Y[:, 0]) if block == 1 else None
+                steps.append({"t": t, "x": None if x is None else x.copy(),
+                              "labels": None if labels is None else labels.copy()})
+            finished = (stop(labels, t) if stop is not None
+                        else labels is not None and count[s] >= stable)
+            if finished:
+                done[s] = labels
+                active.remove(s)
+        if not active or t >= max_iterations:
+            return done, t, (steps if trace else None), Y
+        # x_t^T = x_{t-1}^T P on the deflated iterate, then renormalise.
+        cols = np.concatenate([np.arange(s * block, (s + 1) * block) for s in active])
+        Z = P.matmat(Y[:, cols])
+        Z -= Z.mean(axis=0)
+        norms = np.linalg.norm(Z, axis=0)
+        scale[cols] *= norms
+        Y[:, cols] = _normalise(Z, block)
+        t += 1
+
+
+def solutions_of(runs: list[np.ndarray]):
+    """Distinct clusterings with their frequencies, most frequent first."""
+    counter = Counter(tuple(labels.tolist()) for labels in runs)
+    ordered = sorted(counter.items(), key=lambda item: -item[1])
+    total = len(runs)
+    return [(np.array(labels), freq / total) for labels, freq in ordered]
+
+
+def fuzzy_membership(runs: list[np.ndarray], reference: np.ndarray) -> np.ndarray:
+    """Fraction of starts placing each element in each cluster of ``reference``.
+
+    Each start's clusters are matched to the reference's by the one-to-one
+    assignment of largest overlap (``linear_sum_assignment``).
+    """
+    n, k = reference.size, int(reference.max()) + 1
+    membership = np.zeros((n, k))
+    for labels in runs:
+        m = int(labels.max()) + 1
+        overlap = np.zeros((m, k))
+        np.add.at(overlap, (labels, reference), 1)
+        rows, cols = linear_sum_assignment(-overlap)
+        mapping = np.full(m, -1)
+        mapping[rows] = cols
+        mapped = mapping[labels]
+        ok = mapped >= 0
+        membership[np.flatnonzero(ok), mapped[ok]] += 1
+    return membership / len(runs)

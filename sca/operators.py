@@ -1,0 +1,286 @@
+"""The consensus operator: one interface over dense, sparse and factored S.
+
+Every stage (balancing, spectrum, iteration, custom clustering, diagnostics)
+talks to S, and later to P = D S D, only through :class:`ConsensusOperator`.
+Three implementations sit behind it:
+
+* :class:`DenseOperator` -- an ``n x n`` array (a user's similarity matrix);
+* :class:`SparseOperator` -- a ``scipy.sparse`` matrix;
+* :class:`FactoredOperator` -- ``S = H H^T`` with ``H`` the sparse ``n x K``
+  0/1 membership matrix of an ensemble (``K`` clusters over all runs), or the
+  neighbourhood matrix of the shared-nearest-neighbour measure.  ``S`` is never
+  formed: a product costs ``O(nnz H)``.
+
+The diagonal scaling ``D`` of Sinkhorn-Knopp is kept apart from the matrix, so
+``P = D S D`` costs no extra copy of ``S`` (Meyer & Wessell, Sec. 2.3).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.sparse import csgraph
+from scipy.sparse.linalg import eigsh
+
+#: Below this order a spectrum is computed densely with ``eigvalsh``.
+DENSE_SPECTRUM_MAX_N = 1000
+#: Largest K for which the K x K Gram matrix of a factored operator is formed.
+GRAM_MAX_K = 2048
+_GRAM_BLOCK_ROWS = 4096
+
+
+class ConsensusOperator:
+    """Symmetric nonnegative ``n x n`` operator ``D S D`` (``D = I`` unless scaled).
+
+    Subclasses implement :meth:`_product` (``S @ X``), :meth:`_raw_diagonal`,
+    :meth:`_pattern` and :meth:`_state`; everything else is shared.
+    """
+
+    kind = "abstract"
+
+    def __init__(self, n: int, scale: np.ndarray | None = None):
+        self.n = int(n)
+        self.scale = None if scale is None else np.asarray(scale, dtype=float)
+
+    # -- what each form provides -------------------------------------------
+    def _product(self, X: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+    def _raw_diagonal(self) -> np.ndarray:
+        raise NotImplementedError
+
+    def _pattern(self) -> sp.sparray:
+        """A sparse matrix whose graph has the connectivity of S."""
+        raise NotImplementedError
+
+    def _state(self) -> dict:
+        raise NotImplementedError
+
+    def _with_scale(self, scale):
+        raise NotImplementedError
+
+    def _all_eigenvalues(self) -> np.ndarray:
+        """Every eigenvalue of ``D S D`` (small forms only)."""
+        return np.linalg.eigvalsh(self.to_dense())
+
+    # -- shared behaviour ---------------------------------------------------
+    def matmat(self, X: np.ndarray) -> np.ndarray:
+        """``(D S D) X`` for ``X`` of shape ``(n,)`` or ``(n, s)``.
+
+        P is symmetric, so this is also the row-vector product ``x^T P`` of the
+        paper's evolution equation ``x_t^T = x_{t-1}^T P`` (Sec. 2.1, Eq. (2)).
+        """
+        X = np.asarray(X, dtype=float)
+        if self.scale is None:
+            return self._product(X)
+        s = self.scale if X.ndim == 1 else self.scale[:, None]
+        return s * self._product(s * X)
+
+    def row_sums(self) -> np.ndarray:
+        return self.matmat(np.ones(self.n))
+
+    def diagonal(self) -> np.ndarray:
+        diag = self._raw_diagonal()
+        return diag if self.scale is None else diag * self.scale**2
+
+    def scaled(self, d: np.ndarray) -> "ConsensusOperator":
+        """The operator ``D S D`` for ``D = diag(d)`` (composed with any scale)."""
+        d = np.asarray(d, dtype=float)
+        return self._with_scale(d if self.scale is None else self.scale * d)
+
+    def components(self) -> tuple[int, np.ndarray]:
+        """Connected components of the graph of S (``scipy.sparse.csgraph``)."""
+        count, labels = csgraph.connected_components(self._pattern(), directed=False)
+        return int(count), labels[: self.n]
+
+    def block_sums(self, labels: np.ndarray) -> np.ndarray:
+        """``c x c`` matrix of ``e_a^T (D S D) e_b`` over clusters ``a, b``."""
+        labels = np.asarray(labels)
+        count = int(labels.max()) + 1
+        E = np.zeros((self.n, count))
+        E[np.arange(self.n), labels] = 1.0
+        return E.T @ self.matmat(E)
+
+    def eigenvalues(self, k_hat: int | None = None) -> np.ndarray:
+        """The ``k_hat`` largest eigenvalues of ``D S D``, descending (all if None).
+
+        Small operators are solved densely; large ones with ``eigsh`` using
+        ``which="LA"`` (a general similarity matrix need not be semidefinite,
+        so "largest magnitude" could pick negative eigenvalues) and a modest
+        tolerance (machine precision spends most work on the bulk near zero).
+        """
+        k_hat = self.n if k_hat is None else min(int(k_hat), self.n)
+        if self.n <= DENSE_SPECTRUM_MAX_N or k_hat >= self.n - 1:
+            values = self._all_eigenvalues()
+        else:
+            values = self._top_eigenvalues(k_hat)
+        return np.sort(values)[::-1][:k_hat]
+
+    def _top_eigenvalues(self, k_hat: int) -> np.ndarray:
+        linop = sp.linalg.LinearOperator(
+            (self.n, self.n), matvec=self.matmat, matmat=self.matmat, dtype=float
+        )
+        v0 = np.full(self.n, 1.0 / np.sqrt(self.n))
+        return eigsh(linop, k=k_hat, which="LA", tol=1e-10, v0=v0,
+                     return_eigenvectors=False)
+
+    def to_dense(self) -> np.ndarray:
+        """Materialise ``D S D`` (for small n: display and tests only)."""
+        return self.matmat(np.eye(self.n))
+
+    def state(self) -> dict[str, np.ndarray]:
+        """Plain numeric arrays that :func:`operator_from_state` restores."""
+        arrays = {"kind": np.array(self.kind), "n": np.array(self.n)}
+        if self.scale is not None:
+            arrays["scale"] = self.scale
+        arrays.update(self._state())
+        return arrays
+
+    @property
+    def nbytes(self) -> int:
+        return sum(a.nbytes for a in self.state().values())
+
+    def __repr__(self):
+        scaled = "" if self.scale is None else ", scaled"
+        return f"{type(self).__name__}(n={self.n}{scaled})"
+
+
+class DenseOperator(ConsensusOperator):
+    """S held as a dense array."""
+
+    kind = "dense"
+
+    def __init__(self, S: np.ndarray, scale=None):
+        super().__init__(S.shape[0], scale)
+        self.S = np.asarray(S, dtype=float)
+
+    def _product(self, X):
+        return self.S @ X
+
+    def _raw_diagonal(self):
+        return np.diag(self.S).copy()
+
+    def _pattern(self):
+        return sp.csr_array(self.S != 0)
+
+    def _with_scale(self, scale):
+        return DenseOperator(self.S, scale)
+
+    def _state(self):
+        return {"S": self.S}
+
+    def to_dense(self):
+        s = np.ones(self.n) if self.scale is None else self.scale
+        return s[:, None] * self.S * s[None, :]
+
+
+class SparseOperator(ConsensusOperator):
+    """S held as a ``scipy.sparse`` CSR matrix."""
+
+    kind = "sparse"
+
+    def __init__(self, S, scale=None):
+        super().__init__(S.shape[0], scale)
+        self.S = sp.csr_array(S, dtype=float)
+
+    def _product(self, X):
+        return self.S @ X
+
+    def _raw_diagonal(self):
+        return self.S.diagonal()
+
+    def _pattern(self):
+        return self.S
+
+    def _with_scale(self, scale):
+        return SparseOperator(self.S, scale)
+
+    def _state(self):
+        return {"data": self.S.data, "indices": self.S.indices, "indptr": self.S.indptr}
+
+
+class FactoredOperator(ConsensusOperator):
+    """``S = H H^T`` with ``H`` sparse ``n x K``; S itself is never formed.
+
+    The nonzero eigenvalues of ``P = (DH)(DH)^T`` are those of the ``K x K``
+    Gram matrix ``(DH)^T (DH)``, which is built in row blocks of dense
+    products (a single large ``A @ A.T`` is both wasteful and, with some
+    multithreaded BLAS builds, unsafe).
+    """
+
+    kind = "factored"
+
+    def __init__(self, H, scale=None):
+        H = sp.csr_array(H)
+        super().__init__(H.shape[0], scale)
+        self.H = H
+
+    @property
+    def n_clusters(self) -> int:
+        return self.H.shape[1]
+
+    def _product(self, X):
+        return self.H @ (self.H.T @ X)
+
+    def _raw_diagonal(self):
+        return np.asarray(self.H.multiply(self.H).sum(axis=1)).ravel()
+
+    def _pattern(self):
+        # Bipartite graph elements <-> clusters: its components restricted to
+        # the elements are those of H H^T.
+        K = self.n_clusters
+        return sp.block_array([[None, self.H], [self.H.T, sp.csr_array((K, K))]]).tocsr()
+
+    def _with_scale(self, scale):
+        return FactoredOperator(self.H, scale)
+
+    def _state(self):
+        arrays = {"indices": self.H.indices, "indptr": self.H.indptr,
+                  "K": np.array(self.n_clusters)}
+        if not np.all(self.H.data == 1):
+            arrays["data"] = self.H.data
+        return arrays
+
+    def gram(self) -> np.ndarray:
+        """The ``K x K`` matrix ``(DH)^T (DH)``, accumulated in row blocks."""
+        K = self.n_clusters
+        G = np.zeros((K, K))
+        for start in range(0, self.n, _GRAM_BLOCK_ROWS):
+            block = self.H[start:start + _GRAM_BLOCK_ROWS].toarray()
+            if self.scale is not None:
+                block *= self.scale[start:start + _GRAM_BLOCK_ROWS, None]
+            G += block.T @ block
+        return G
+
+    def eigenvalues(self, k_hat=None):
+        if self.n_clusters > GRAM_MAX_K:
+            return super().eigenvalues(k_hat)
+        k_hat = self.n if k_hat is None else min(int(k_hat), self.n)
+        values = np.sort(np.linalg.eigvalsh(self.gram()))[::-1]
+        # P has rank at most K: the remaining n - K eigenvalues are zero.
+        values = np.concatenate([values, np.zeros(max(0, k_hat - values.size))])
+        return values[:k_hat]
+
+
+def operator_from_state(state: dict) -> ConsensusOperator:
+    """Rebuild an operator from :meth:`ConsensusOperator.state`."""
+    kind = str(state["kind"])
+    n = int(state["n"])
+    scale = state.get("scale")
+    if kind == "dense":
+        return DenseOperator(state["S"], scale)
+    if kind == "sparse":
+        S = sp.csr_array((state["data"], state["indices"], state["indptr"]), shape=(n, n))
+        return SparseOperator(S, scale)
+    if kind == "factored":
+        indices, indptr = state["indices"], state["indptr"]
+        data = state.get("data")
+        if data is None:
+            data = np.ones(indices.size)
+        H = sp.csr_array((data, indices, indptr), shape=(n, int(state["K"])))
+        return FactoredOperator(H, scale)
+    raise ValueError(f"unknown operator kind {kind!r}")
+
+
+def operator_state(op: ConsensusOperator) -> dict[str, np.ndarray]:
+    return op.state()

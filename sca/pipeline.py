@@ -1,0 +1,203 @@
+"""The whole algorithm, stage by stage, with results as JSON-ready dicts.
+
+The command line and the service's worker both call these functions, so
+their results have the same shape: ``k``, ``clusters`` (lists of ids, or
+0-based indices without ids), ``labels``, ``eigenvalues`` (descending),
+``lambda2``, ``gap``, ``balancing``, ``iterations``, ``uncoupling``,
+``solutions``, ``membership``, ``trace`` and per-stage ``timings`` (seconds).
+"""
+
+from __future__ import annotations
+
+import time
+from contextlib import contextmanager
+
+import numpy as np
+
+from .balance import DEFAULT_MAX_ITER, DEFAULT_TOL, balance
+from .clustering import DEFAULT_MAX_ITERATIONS, DEFAULT_STABLE, DEFAULT_STARTS, iterate
+from .custom import custom_cluster, neighbours
+from .diagnostics import uncoupling_measure
+from .ensemble import check_ensemble_data, ensemble_plan, ensemble_run
+from .errors import SCAError
+from .inputs import check_data, consensus_operator, membership_operator, snn_operator
+from .spectral import spectrum
+
+#: Options of the balancing / spectral / iteration stages and their defaults.
+DEFAULTS = {
+    "k": None, "k_hat": None, "min_k": 2, "max_k": None, "rule": "gap",
+    "seed": 0, "starts": DEFAULT_STARTS, "stable": DEFAULT_STABLE,
+    "max_iterations": DEFAULT_MAX_ITERATIONS, "split": "kmeans", "trace": False,
+    "reconsensus": False, "tol": DEFAULT_TOL,
+    "balance_max_iterations": DEFAULT_MAX_ITER, "x0": None,
+}
+
+
+@contextmanager
+def timed(timings: dict, stage: str):
+    start = time.perf_counter()
+    yield
+    timings[stage] = timings.get(stage, 0.0) + time.perf_counter() - start
+
+
+def check_ids(ids, n: int):
+    """Element ids: n distinct strings (or None)."""
+    if ids is None:
+        return None
+    ids = [str(i) for i in ids]
+    if len(ids) != n:
+        raise SCAError(f"ids has {len(ids)} entries for n = {n} elements", "ids")
+    if len(set(ids)) != n:
+        seen, repeated = set(), None
+        for i in ids:
+            if i in seen:
+                repeated = i
+                break
+            seen.add(i)
+        raise SCAError(f"ids must be distinct; {repeated!r} repeats", "ids")
+    return ids
+
+
+def resolve_element(element, ids, n: int) -> int:
+    """An element given by id (when ids exist) or by 0-based index."""
+    if ids is not None and str(element) in ids:
+        return ids.index(str(element))
+    try:
+        index = int(element)
+    except (TypeError, ValueError):
+        raise SCAError(f"no element {element!r}", "element") from None
+    if str(index) != str(element).strip() or not 0 <= index < n:
+        raise SCAError(f"no element {element!r}", "element")
+    return index
+
+
+def build_operator(data=None, ensemble=None, consensus=None, labels=None, snn=None,
+                   seed: int = 0, timings: dict | None = None, progress=None):
+    """Reach the consensus operator from exactly one input.
+
+    Returns ``(operator, X)`` where X is the raw data (or None).
+    """
+    timings = {} if timings is None else timings
+    given = [name for name, value in (("data", data), ("consensus", consensus),
+                                      ("labels", labels)) if value is not None]
+    if len(given) != 1:
+        raise SCAError("give exactly one input: data (with ensemble or snn), consensus or "
+                       f"labels; got {given or 'none'}", "input")
+    if consensus is not None:
+        with timed(timings, "consensus"):
+            return consensus_operator(consensus), None
+    if labels is not None:
+        with timed(timings, "consensus"):
+            return membership_operator(labels), None
+    if (ensemble is None) == (snn is None):
+        raise SCAError("data needs exactly one of ensemble or snn", "ensemble")
+    if snn is not None:
+        kappa, metric = (snn, "euclidean") if not isinstance(snn, dict) else (
+            snn.get("kappa"), snn.get("metric", "euclidean"))
+        with timed(timings, "consensus"):
+            X = check_data(data)
+            return snn_operator(X, kappa, metric), X
+    with timed(timings, "ensemble"):
+        plan = ensemble_plan(ensemble, seed)
+        X = check_ensemble_data(data, plan)
+        runs = np.empty((X.shape[0], len(plan)), dtype=np.int32)
+        for j, run in enumerate(plan):
+            runs[:, j] = ensemble_run(X, run)
+            if progress is not None:
+                progress("ensemble", (j + 1) / len(plan))
+    with timed(timings, "consensus"):
+        return membership_operator(runs), X
+
+
+def run_stages(S, options: dict | None = None, timings: dict | None = None):
+    """Balancing, spectrum and iteration on operator S.
+
+    Returns ``(balanced, spectrum_result, iteration_result, timings)``.
+    """
+    opts = {**DEFAULTS, **(options or {})}
+    unknown = set(opts) - set(DEFAULTS)
+    if unknown:
+        raise SCAError(f"unknown options {sorted(unknown)}", "options")
+    timings = {} if timings is None else timings
+    with timed(timings, "balancing"):
+        balanced = balance(S, tol=opts["tol"], max_iter=opts["balance_max_iterations"])
+    with timed(timings, "spectral"):
+        spec = spectrum(balanced.P, k=opts["k"], k_hat=opts["k_hat"], min_k=opts["min_k"],
+                        max_k=opts["max_k"], rule=opts["rule"])
+    with timed(timings, "iteration"):
+        result = iterate(balanced.P, spec.k, seed=opts["seed"], starts=opts["starts"],
+                         stable=opts["stable"], max_iterations=opts["max_iterations"],
+                         split=opts["split"], trace=opts["trace"], x0=opts["x0"],
+                         reconsensus=opts["reconsensus"])
+    return balanced, spec, result, timings
+
+
+def result_dict(S, balanced, spec, result, ids=None, timings=None) -> dict:
+    """The JSON result of a clustering (same shape for the CLI and the service)."""
+    timings = {} if timings is None else timings
+    names = (lambda idx: [ids[i] for i in idx]) if ids is not None else (
+        lambda idx: [int(i) for i in idx])
+    labels = result.labels
+    clusters = [names(np.flatnonzero(labels == c)) for c in range(int(labels.max()) + 1)]
+    with timed(timings, "diagnostics"):
+        uncoupling = {"S": uncoupling_measure(S, labels),
+                      "P": uncoupling_measure(balanced.P, labels)}
+    out = {
+        "n": S.n,
+        "k": spec.k,
+        "clusters": clusters,
+        "labels": labels.tolist(),
+        "eigenvalues": spec.eigenvalues.tolist(),
+        "lambda2": spec.lambda2,
+        "gap": None if np.isnan(spec.gap) else spec.gap,
+        "rule": spec.rule,
+        "balancing": {"iterations": balanced.iterations, "residual": balanced.residual,
+                      "components": balanced.n_components},
+        "iterations": result.iterations,
+        "uncoupling": uncoupling,
+        "solutions": [{"labels": sol.tolist(), "frequency": freq}
+                      for sol, freq in result.solutions],
+        "failed_starts": result.failed_starts,
+        "rounds": result.rounds,
+    }
+    if ids is not None:
+        out["ids"] = list(ids)
+    if result.membership is not None:
+        out["membership"] = np.round(result.membership, 6).tolist()
+    if result.trace is not None:
+        out["trace"] = [{"t": step["t"],
+                         "x": None if step["x"] is None else step["x"].tolist(),
+                         "clusters": None if step["labels"] is None else
+                         [names(np.flatnonzero(step["labels"] == c))
+                          for c in range(int(step["labels"].max()) + 1)]}
+                        for step in result.trace]
+    out["timings"] = {stage: round(sec, 6) for stage, sec in timings.items()}
+    return out
+
+
+def cluster(ids=None, options=None, progress=None, **inputs) -> dict:
+    """The stochastic clustering algorithm end to end (Fig. 3.1)."""
+    timings: dict = {}
+    seed = (options or {}).get("seed", 0)
+    S, _ = build_operator(seed=seed, timings=timings, progress=progress, **inputs)
+    ids = check_ids(ids, S.n)
+    balanced, spec, result, timings = run_stages(S, options, timings)
+    return result_dict(S, balanced, spec, result, ids, timings)
+
+
+def custom_result(P, element, ids=None, k: int = 2, min_size: int = 1, max_size=None,
+                  max_iterations: int = 1000, X=None, limit: int | None = None) -> dict:
+    """The custom cluster of one element, plus raw-data neighbours when X is given."""
+    ids = check_ids(ids, P.n)
+    index = resolve_element(element, ids, P.n)
+    name = (lambda i: ids[i]) if ids is not None else int
+    found = custom_cluster(P, index, k, min_size, max_size, max_iterations)
+    ranked = found.ranked if limit is None else found.ranked[:limit]
+    out = {"element": name(index), "cluster": [name(i) for i in found.cluster],
+           "ranked": [{"id": name(i), "score": s} for i, s in ranked],
+           "iterations": found.iterations, "k": k}
+    if X is not None:
+        for method in ("euclidean", "cosine"):
+            near = neighbours(X, index, method, limit or 6)
+            out[method] = [{"id": name(i), "score": s} for i, s in near]
+    return out
