@@ -107,10 +107,9 @@ def membership_matrix(labels, field: str = "labels") -> sp.csr_array:
     offset = 0
     for j in range(r):
         present = L[:, j] >= 0
-        codes = np.full(n, -1, dtype=np.int64)
-        values, codes[present] = np.unique(L[present, j], return_inverse=True)
+        codes, used = _codes(L[:, j], present)
         columns[:, j] = np.where(present, codes + offset, -1)
-        offset += values.size
+        offset += used
     keep = columns >= 0
     counts = keep.sum(axis=1)
     if np.any(counts == 0):
@@ -122,6 +121,20 @@ def membership_matrix(labels, field: str = "labels") -> sp.csr_array:
     H = sp.csr_array((np.ones(indices.size), indices, indptr), shape=(n, offset))
     H.has_sorted_indices = True
     return H
+
+
+def _codes(labels: np.ndarray, present: np.ndarray) -> tuple[np.ndarray, int]:
+    """Labels renumbered 0..m-1 (m used labels); -1 where absent."""
+    codes = np.full(labels.size, -1, dtype=np.int64)
+    values = labels[present]
+    if values.size and values.max() < 4 * labels.size:
+        # small nonnegative labels: renumber by counting, O(n) instead of a sort
+        used = np.bincount(values) > 0
+        remap = np.cumsum(used) - 1
+        codes[present] = remap[values]
+        return codes, int(used.sum())
+    uniq, codes[present] = np.unique(values, return_inverse=True)
+    return codes, uniq.size
 
 
 def membership_operator(labels, field: str = "labels") -> FactoredOperator:

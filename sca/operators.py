@@ -27,6 +27,8 @@ DENSE_SPECTRUM_MAX_N = 1000
 #: Largest K for which the K x K Gram matrix of a factored operator is formed.
 GRAM_MAX_K = 2048
 _GRAM_BLOCK_ROWS = 4096
+_CHUNK_ROWS = 65536
+_DENSE_EDGE_MAX_K = 4096
 
 
 class ConsensusOperator:
@@ -226,10 +228,34 @@ class FactoredOperator(ConsensusOperator):
         return np.asarray(self.H.multiply(self.H).sum(axis=1)).ravel()
 
     def _pattern(self):
-        # Bipartite graph elements <-> clusters: its components restricted to
-        # the elements are those of H H^T.
-        K = self.n_clusters
-        return sp.block_array([[None, self.H], [self.H.T, sp.csr_array((K, K))]]).tocsr()
+        """Cluster graph: clusters a, b joined when an element lies in both.
+
+        Every element joins its first cluster to each of its others, so the
+        components of this K-node graph, read at each element's first
+        cluster, are those of ``H H^T`` -- found without forming it, in
+        chunks of rows so the edge list stays small.
+        """
+        H, K = self.H, self.n_clusters
+        first = H.indices[H.indptr[:-1]].astype(np.int64)
+        edges = set() if K > _DENSE_EDGE_MAX_K else np.zeros(K * K, dtype=bool)
+        for start in range(0, self.n, _CHUNK_ROWS):
+            lo, hi = H.indptr[start], H.indptr[min(start + _CHUNK_ROWS, self.n)]
+            rows = np.repeat(first[start:start + _CHUNK_ROWS],
+                             np.diff(H.indptr[start:start + _CHUNK_ROWS + 1]))
+            codes = rows * K + H.indices[lo:hi]
+            if isinstance(edges, set):
+                edges.update(np.unique(codes).tolist())
+            else:
+                edges[codes] = True
+        pairs = np.flatnonzero(edges) if not isinstance(edges, set) else np.array(sorted(edges))
+        a, b = np.divmod(pairs, K)
+        return sp.csr_array((np.ones(a.size), (a, b)), shape=(K, K)), first
+
+    def components(self):
+        graph, first = self._pattern()
+        _, labels = csgraph.connected_components(graph, directed=False)
+        count_labels = np.unique(labels[first], return_inverse=True)
+        return int(count_labels[0].size), count_labels[1].ravel()
 
     def _with_scale(self, scale):
         return FactoredOperator(self.H, scale)

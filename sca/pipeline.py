@@ -109,21 +109,34 @@ def build_operator(data=None, ensemble=None, consensus=None, labels=None, snn=No
         return membership_operator(runs), X
 
 
-def run_stages(S, options: dict | None = None, timings: dict | None = None):
-    """Balancing, spectrum and iteration on operator S.
-
-    Returns ``(balanced, spectrum_result, iteration_result, timings)``.
-    """
+def _options(options: dict | None) -> dict:
     opts = {**DEFAULTS, **(options or {})}
     unknown = set(opts) - set(DEFAULTS)
     if unknown:
         raise SCAError(f"unknown options {sorted(unknown)}", "options")
+    return opts
+
+
+def prepare(S, options: dict | None = None, timings: dict | None = None):
+    """Balancing and spectrum of S: ``(balanced, spectrum_result)``."""
+    opts = _options(options)
     timings = {} if timings is None else timings
     with timed(timings, "balancing"):
         balanced = balance(S, tol=opts["tol"], max_iter=opts["balance_max_iterations"])
     with timed(timings, "spectral"):
         spec = spectrum(balanced.P, k=opts["k"], k_hat=opts["k_hat"], min_k=opts["min_k"],
                         max_k=opts["max_k"], rule=opts["rule"])
+    return balanced, spec
+
+
+def run_stages(S, options: dict | None = None, timings: dict | None = None):
+    """Balancing, spectrum and iteration on operator S.
+
+    Returns ``(balanced, spectrum_result, iteration_result, timings)``.
+    """
+    opts = _options(options)
+    timings = {} if timings is None else timings
+    balanced, spec = prepare(S, opts, timings)
     with timed(timings, "iteration"):
         result = iterate(balanced.P, spec.k, seed=opts["seed"], starts=opts["starts"],
                          stable=opts["stable"], max_iterations=opts["max_iterations"],

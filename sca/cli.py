@@ -1,0 +1,140 @@
+"""Command line: ``sca cluster`` and ``sca custom`` print JSON results.
+
+Examples
+--------
+sca cluster --data X.csv --ensemble nmf:2,3x50 --ensemble kmeans:3x100 --seed 1
+sca cluster --consensus S.csv --split gaps --rule perron --trace
+sca custom --data X.csv --ensemble nmf:6x100 --element 2 --min-size 5 --max-size 8
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+
+import numpy as np
+
+from .diagnostics import evaluate
+from .errors import SCAError
+from .io import read_ids, read_matrix_file
+from .pipeline import (DEFAULTS, build_operator, check_ids, custom_result, prepare,
+                       result_dict, run_stages)
+
+_ENSEMBLE = re.compile(r"^(kmeans|nmf):(\d+(?:,\d+)*)x(\d+)$")
+
+
+def parse_ensemble(text: str) -> dict:
+    """``ALGO:K[,K...]xRUNS`` -> ``{"algorithm", "k", "runs"}``."""
+    match = _ENSEMBLE.match(text.strip().lower())
+    if not match:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not ALGO:K[,K...]xRUNS with ALGO kmeans or nmf (e.g. nmf:2,3x50)")
+    algorithm, ks, runs = match.groups()
+    return {"algorithm": algorithm, "k": [int(k) for k in ks.split(",")], "runs": int(runs)}
+
+
+def _add_inputs(p: argparse.ArgumentParser):
+    src = p.add_argument_group("input (exactly one of --data, --consensus, --labels)")
+    src.add_argument("--data", help="raw data CSV/.npy, rows = elements (a header row is skipped)")
+    src.add_argument("--ensemble", action="append", type=parse_ensemble, metavar="ALGO:KxRUNS",
+                     help="ensemble on --data, repeatable: kmeans:3x100, nmf:2,3x50")
+    src.add_argument("--snn", type=int, metavar="KAPPA",
+                     help="shared-nearest-neighbour similarity on --data")
+    src.add_argument("--metric", default="euclidean", help="metric for --snn")
+    src.add_argument("--consensus", help="consensus matrix S.csv|S.npy|S.npz (CSV header = ids)")
+    src.add_argument("--labels", help="label runs RUNS.csv|RUNS.npy, one row per element")
+    src.add_argument("--ids", help="file with one element id per line")
+    opt = p.add_argument_group("options")
+    opt.add_argument("--k", type=int, help="number of clusters (overrides the spectrum)")
+    opt.add_argument("--k-hat", type=int, help="number of largest eigenvalues to compute")
+    opt.add_argument("--min-k", type=int, default=DEFAULTS["min_k"])
+    opt.add_argument("--max-k", type=int)
+    opt.add_argument("--rule", choices=["gap", "perron"], default=DEFAULTS["rule"],
+                     help="k from the largest gap among λ2..λk̂ (gap) or the Perron cluster")
+    opt.add_argument("--seed", type=int, default=DEFAULTS["seed"])
+    opt.add_argument("--starts", type=int, default=DEFAULTS["starts"])
+    opt.add_argument("--stable", type=int, default=DEFAULTS["stable"])
+    opt.add_argument("--max-iterations", type=int, default=DEFAULTS["max_iterations"])
+    opt.add_argument("--split", choices=["kmeans", "gaps"], default=DEFAULTS["split"])
+    opt.add_argument("--tol", type=float, default=DEFAULTS["tol"], help="balancing tolerance")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="sca", description="Stochastic clustering algorithm")
+    sub = parser.add_subparsers(dest="command", required=True)
+    c = sub.add_parser("cluster", help="cluster the elements; prints the result as JSON")
+    _add_inputs(c)
+    c.add_argument("--trace", action="store_true", help="x_t and its clusters per step")
+    c.add_argument("--reconsensus", action="store_true",
+                   help="re-cluster the consensus of the starts' solutions until one remains")
+    c.add_argument("--truth", help="file of true labels (one per line or CSV with a header)")
+    u = sub.add_parser("custom", help="custom cluster of one element; prints JSON")
+    _add_inputs(u)
+    u.add_argument("--element", required=True, help="element id (or 0-based index)")
+    u.add_argument("--min-size", type=int, required=True)
+    u.add_argument("--max-size", type=int, required=True)
+    u.add_argument("--limit", type=int, help="how many ranked elements to print")
+    return parser
+
+
+def _inputs(args) -> tuple[dict, list | None]:
+    inputs, header = {}, None
+    if args.data:
+        inputs["data"], _ = read_matrix_file(args.data, "data")
+        inputs["ensemble"] = args.ensemble
+        inputs["snn"] = None if args.snn is None else {"kappa": args.snn, "metric": args.metric}
+    elif args.ensemble or args.snn is not None:
+        raise SCAError("--ensemble and --snn need --data", "data")
+    if args.consensus:
+        inputs["consensus"], header = read_matrix_file(args.consensus, "consensus")
+    if args.labels:
+        inputs["labels"], _ = read_matrix_file(args.labels, "labels")
+    ids = read_ids(args.ids) if args.ids else header
+    return inputs, ids
+
+
+def _options(args) -> dict:
+    return {"k": args.k, "k_hat": args.k_hat, "min_k": args.min_k, "max_k": args.max_k,
+            "rule": args.rule, "seed": args.seed, "starts": args.starts,
+            "stable": args.stable, "max_iterations": args.max_iterations,
+            "split": args.split, "tol": args.tol,
+            "trace": getattr(args, "trace", False),
+            "reconsensus": getattr(args, "reconsensus", False)}
+
+
+def run(args) -> dict:
+    """Carry out a parsed command; returns the JSON-ready result."""
+    inputs, ids = _inputs(args)
+    options = _options(args)
+    timings: dict = {}
+    S, X = build_operator(seed=args.seed, timings=timings, **inputs)
+    ids = check_ids(ids, S.n)
+    if args.command == "custom":
+        balanced, spec = prepare(S, options, timings)
+        return custom_result(balanced.P, args.element, ids, spec.k, args.min_size,
+                             args.max_size, args.max_iterations, X, args.limit)
+    balanced, spec, result, timings = run_stages(S, options, timings)
+    out = result_dict(S, balanced, spec, result, ids, timings)
+    if args.truth:
+        truth, _ = read_matrix_file(args.truth, "truth")
+        out["evaluation"] = evaluate(result.labels, np.asarray(truth).ravel())
+    return out
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        out = run(args)
+    except SCAError as exc:
+        where = f" [{exc.field}]" if exc.field else ""
+        print(f"sca {args.command}: error{where}: {exc}", file=sys.stderr)
+        return 2
+    json.dump(out, sys.stdout)
+    sys.stdout.write("\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
