@@ -24,9 +24,10 @@ METHODS = ("euclidean", "cosine")
 
 @dataclass(frozen=True)
 class CustomResult:
-    """The target's cluster (indices, target first), all other elements ranked
-    by closeness of x_t (``score`` in [0, 1], 1 = same entry as the target),
-    and the step at which the cluster was found."""
+    """The target's cluster (indices, target first), the other elements ranked
+    -- the cluster's members first, each part by closeness of its x_t entry to
+    the target's (``score`` in [0, 1], 1 = same entry) -- and the step at
+    which the cluster was found."""
 
     element: int
     cluster: list
@@ -97,9 +98,12 @@ def custom_cluster(P: ConsensusOperator, element: int, k: int, min_size: int = 1
     x = Y[:, 0]
     distance = np.abs(x - x[element])
     spread = distance.max() or 1.0
-    order = np.argsort(distance, kind="stable")
+    # The paper's table lists the cluster's members in similarity order; the
+    # other elements follow, also by closeness, so every element is ranked.
+    inside = labels == labels[element]
+    order = np.lexsort((distance, ~inside))
     ranked = [(int(i), float(1.0 - distance[i] / spread)) for i in order if i != element]
-    members = [element] + [i for i, _ in ranked if labels[i] == labels[element]]
+    members = [element] + [i for i, _ in ranked if inside[i]]
     return CustomResult(element, members, ranked, steps)
 
 

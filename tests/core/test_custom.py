@@ -1,0 +1,80 @@
+"""Custom clustering (Sec. 5.3) and raw-data neighbours (Table 5.3)."""
+
+import numpy as np
+import pytest
+
+import sca
+
+# Table 5.3: the six nearest patients to Patient 2 (1-based), on raw values.
+PAPER_EUCLIDEAN = [19, 16, 9, 3, 6, 18]
+PAPER_COSINE = [16, 19, 9, 3, 18, 4]
+
+
+def test_leukemia_neighbours_of_patient_2_match_paper(leukemia_X):
+    euclid = sca.neighbours(leukemia_X, 1, "euclidean", limit=6)
+    cosine = sca.neighbours(leukemia_X, 1, "cosine", limit=6)
+    assert [i + 1 for i, _ in euclid] == PAPER_EUCLIDEAN
+    assert [i + 1 for i, _ in cosine] == PAPER_COSINE
+    assert [s for _, s in euclid] == sorted(s for _, s in euclid)
+    assert [s for _, s in cosine] == sorted((s for _, s in cosine), reverse=True)
+
+
+def test_custom_cluster_within_bounds(baseball):
+    P = sca.balance(baseball).P
+    found = sca.custom_cluster(P, 0, 2, min_size=2, max_size=3)
+    assert found.cluster == [0, 1, 2]
+    assert [i for i, _ in found.ranked][:2] == [1, 2]
+    scores = [s for _, s in found.ranked]
+    assert scores == sorted(scores, reverse=True) and 0 <= min(scores) <= max(scores) <= 1
+    assert found.iterations >= 1
+
+
+def test_custom_cluster_by_id():
+    from .conftest import BASEBALL_IDS, BASEBALL_S
+    P = sca.balance(sca.consensus_operator(BASEBALL_S)).P
+    out = sca.custom_result(P, "Ruth", BASEBALL_IDS, k=2, min_size=2, max_size=3)
+    assert out["element"] == "Ruth"
+    assert sorted(out["cluster"]) == ["Mays", "Ott", "Ruth"]
+    assert out["ranked"][0]["id"] in ("Ott", "Mays")
+    with pytest.raises(sca.SCAError) as info:
+        sca.custom_result(P, "Bob", BASEBALL_IDS, k=2)
+    assert info.value.field == "element"
+
+
+def test_unreachable_size_is_a_clear_error(baseball):
+    P = sca.balance(baseball).P
+    with pytest.raises(sca.IterationError, match=r"size in \[5, 5\]"):
+        sca.custom_cluster(P, 0, 2, min_size=5, max_size=5, max_iterations=50)
+
+
+@pytest.mark.parametrize("kwargs, field", [
+    ({"element": 6}, "element"), ({"element": -1}, "element"),
+    ({"min_size": 4, "max_size": 3}, "min_size"), ({"min_size": 0}, "min_size"),
+    ({"k": 7}, "k"),
+])
+def test_custom_parameters_are_checked(baseball, kwargs, field):
+    P = sca.balance(baseball).P
+    args = {"element": 0, "k": 2, "min_size": 1, "max_size": 3, **kwargs}
+    with pytest.raises(sca.SCAError) as info:
+        sca.custom_cluster(P, **args)
+    assert info.value.field == field
+
+
+def test_custom_cluster_of_patient_2_on_an_nmf_k6_ensemble(leukemia_X):
+    """Sec. 5.3: from Patient 2 on a k = 6 NMF consensus the paper finds
+    {2, 4, 6, 15, 19, 29, 36}; ensembles are random, so check the cluster
+    found on a seeded ensemble lies within the paper's and has the size asked."""
+    labels = sca.ensemble_labels(leukemia_X, [{"algorithm": "nmf", "k": 6, "runs": 20}],
+                                 seed=0)
+    P = sca.balance(sca.membership_operator(labels)).P
+    found = sca.custom_cluster(P, 1, sca.spectrum(P).k, min_size=5, max_size=8,
+                               max_iterations=200)
+    patients = {i + 1 for i in found.cluster}
+    assert 5 <= len(patients) <= 8 and found.cluster[0] == 1
+    assert patients <= {2, 4, 6, 15, 19, 29, 36}
+    # the ranking lists the cluster's members first, each part closest first
+    size = len(found.cluster)
+    assert [i for i, _ in found.ranked[:size - 1]] == found.cluster[1:]
+    inside = [s for _, s in found.ranked[:size - 1]]
+    outside = [s for _, s in found.ranked[size - 1:]]
+    assert inside == sorted(inside, reverse=True) and outside == sorted(outside, reverse=True)

@@ -1,0 +1,93 @@
+"""The iteration stage (Sec. 3) and several starts (Sec. 4.2, Discussion)."""
+
+import numpy as np
+import pytest
+
+import sca
+from sca.iteration import canonical, random_start
+from sca.planted import planted_runs, planted_truth
+
+
+def test_gap_split_cuts_at_the_largest_gaps():
+    x = np.array([0.1, 0.9, 0.12, 0.5, 0.52, 0.88])
+    assert sca.gap_split(x, 3).tolist() == [0, 1, 0, 2, 2, 1]
+    assert sca.gap_split(x, 1).tolist() == [0] * 6
+
+
+def test_a_cut_at_a_zero_gap_is_no_clustering():
+    assert sca.gap_split(np.array([0.2, 0.2, 0.2, 0.4]), 3) is None
+    assert sca.gap_split(np.full(4, 0.25), 2) is None
+
+
+def test_canonical_labels_follow_first_appearance():
+    assert canonical(np.array([5, 5, 2, 9, 2])).tolist() == [0, 0, 1, 2, 1]
+
+
+def test_random_start_is_a_probability_vector_away_from_uniform():
+    x = random_start(50, np.random.default_rng(0), 1e-3)
+    assert x.sum() == pytest.approx(1) and np.all(x >= 0)
+    with pytest.raises(sca.SCAError, match="uniform"):
+        random_start(2, np.random.default_rng(0), 10.0)
+
+
+def test_iteration_cap_is_a_clear_error(baseball):
+    P = sca.balance(baseball).P
+    with pytest.raises(sca.IterationError, match="within 3 iterations") as info:
+        sca.iterate(P, 2, split="gaps", stable=6, max_iterations=3)
+    assert info.value.field == "options.max_iterations"
+
+
+@pytest.mark.parametrize("sizes", [[1] * 5, [1, 2, 3, 4, 5, 6]])
+def test_default_configuration_recovers_planted_partitions(sizes):
+    rng = np.random.default_rng(11)
+    truth = planted_truth(3000, sizes, rng)
+    P = sca.balance(sca.membership_operator(planted_runs(truth, 100, 0.5, rng))).P
+    spec = sca.spectrum(P)
+    assert spec.k == len(sizes)
+    result = sca.iterate(P, spec.k, seed=1)
+    assert sca.evaluate(result.labels, truth) == {"errors": 0, "ari": 1.0}
+
+
+def test_several_starts_give_solutions_frequencies_and_membership():
+    rng = np.random.default_rng(5)
+    truth = planted_truth(400, [1, 1, 1, 1, 1], rng)
+    P = sca.balance(sca.membership_operator(planted_runs(truth, 50, 0.5, rng))).P
+    result = sca.iterate(P, 5, seed=2, starts=8, split="gaps")
+    freqs = [f for _, f in result.solutions]
+    assert sum(freqs) == pytest.approx(1) and freqs == sorted(freqs, reverse=True)
+    assert np.array_equal(result.labels, result.solutions[0][0])
+    assert result.membership.shape == (400, 5)
+    assert np.allclose(result.membership.sum(axis=1), 1)
+    assert np.all(result.membership[np.arange(400), result.labels] >= freqs[0] - 1e-12)
+
+
+def test_reconsensus_ends_with_one_solution():
+    rng = np.random.default_rng(5)
+    truth = planted_truth(400, [1, 1, 1, 1, 1], rng)
+    P = sca.balance(sca.membership_operator(planted_runs(truth, 50, 0.5, rng))).P
+    single = sca.iterate(P, 5, seed=2, starts=8, split="gaps")
+    assert len(single.solutions) > 1  # the gap split disagrees across starts here
+    result = sca.iterate(P, 5, seed=2, starts=8, split="gaps", reconsensus=True)
+    assert result.rounds >= 2 and len(result.solutions) == 1
+    assert len(result.history) == result.rounds
+
+
+@pytest.mark.parametrize("kwargs, field", [
+    ({"k": 0}, "options.k"), ({"k": 7}, "options.k"), ({"starts": 0}, "options.starts"),
+    ({"stable": 0}, "options.stable"), ({"max_iterations": 0}, "options.max_iterations"),
+    ({"split": "median"}, "options.split"), ({"x0": [1, 2]}, "options.x0"),
+])
+def test_iteration_parameters_are_checked(baseball, kwargs, field):
+    P = sca.balance(baseball).P
+    args = {"k": 2, **kwargs}
+    k = args.pop("k")
+    with pytest.raises(sca.SCAError) as info:
+        sca.iterate(P, k, **args)
+    assert info.value.field == field
+
+
+def test_same_seed_same_answer(baseball):
+    P = sca.balance(baseball).P
+    a = sca.iterate(P, 2, seed=4, starts=5, split="gaps")
+    b = sca.iterate(P, 2, seed=4, starts=5, split="gaps")
+    assert a.iterations == b.iterations and np.array_equal(a.labels, b.labels)

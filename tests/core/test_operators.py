@@ -1,0 +1,100 @@
+"""Every stage on the dense, sparse and factored forms of one consensus agrees."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+import sca
+from sca.planted import planted_runs, planted_truth
+
+
+@pytest.fixture(scope="module")
+def forms():
+    rng = np.random.default_rng(7)
+    truth = planted_truth(300, [1, 2, 3], rng)
+    labels = planted_runs(truth, 40, 0.3, rng)
+    factored = sca.membership_operator(labels)
+    S = factored.to_dense()
+    return truth, {
+        "dense": sca.consensus_operator(S),
+        "sparse": sca.consensus_operator(sp.csr_array(S)),
+        "factored": factored,
+    }
+
+
+def test_factored_is_h_h_transpose(forms):
+    _, ops = forms
+    S = ops["dense"].S
+    assert np.all(np.diag(S) == 40)  # S_ii = r
+    assert np.array_equal(S, S.T) and np.all(S == np.round(S))
+    x = np.random.default_rng(0).random((300, 3))
+    for op in ops.values():
+        assert np.allclose(op.matmat(x), S @ x)
+        assert np.allclose(op.diagonal(), 40)
+
+
+def test_every_stage_agrees_across_forms(forms):
+    truth, ops = forms
+    results = {}
+    for name, op in ops.items():
+        balanced = sca.balance(op)
+        spec = sca.spectrum(balanced.P)
+        it = sca.iterate(balanced.P, spec.k, seed=3, starts=3)
+        gaps = sca.iterate(balanced.P, spec.k, seed=3, split="gaps", starts=4)
+        custom = sca.custom_cluster(balanced.P, 5, spec.k, 2, 200)
+        results[name] = (balanced.d, spec.eigenvalues, spec.k, it.labels, gaps.solutions,
+                         custom.cluster, sca.uncoupling_measure(balanced.P, it.labels),
+                         op.components()[0])
+    ref = results["dense"]
+    assert ref[2] == 3
+    assert sca.evaluate(ref[3], truth)["ari"] == 1.0
+    for name in ("sparse", "factored"):
+        got = results[name]
+        assert np.allclose(got[0], ref[0], rtol=1e-10)
+        assert np.allclose(got[1], ref[1], atol=1e-10)
+        assert got[2] == ref[2]
+        assert np.array_equal(got[3], ref[3])
+        assert [(s.tolist(), f) for s, f in got[4]] == [(s.tolist(), f) for s, f in ref[4]]
+        assert got[5] == ref[5]
+        assert got[6] == pytest.approx(ref[6])
+        assert got[7] == ref[7] == 1
+
+
+def test_large_spectrum_paths_agree_with_dense_reference():
+    """eigsh (dense/sparse, n > 1000) and the K x K Gram matrix (factored)
+    give the same leading eigenvalues as numpy's eigvalsh."""
+    rng = np.random.default_rng(1)
+    truth = planted_truth(1200, [1, 1, 2, 3], rng)
+    factored = sca.membership_operator(planted_runs(truth, 25, 0.4, rng))
+    P = sca.balance(factored).P
+    reference = np.sort(np.linalg.eigvalsh(P.to_dense()))[::-1][:10]
+    assert np.allclose(P.eigenvalues(10), reference, atol=1e-9)
+    sparse = sca.balance(sca.consensus_operator(sp.csr_array(factored.to_dense()))).P
+    assert np.allclose(sparse.eigenvalues(10), reference, atol=1e-8)
+    dense = sca.balance(sca.consensus_operator(factored.to_dense())).P
+    assert np.allclose(dense.eigenvalues(10), reference, atol=1e-8)
+
+
+def test_state_round_trip(forms):
+    _, ops = forms
+    for op in ops.values():
+        P = sca.balance(op).P
+        again = sca.operator_from_state(sca.operator_state(P))
+        assert type(again) is type(P)
+        x = np.arange(P.n, dtype=float)
+        assert np.allclose(again.matmat(x), P.matmat(x))
+
+
+def test_uncoupled_consensus_is_reported_and_balanced():
+    # Every run agrees: S is exactly block diagonal (uncoupled, Sec. 2.1).
+    labels = np.repeat(np.array([[0], [0], [0], [1], [1]]), 5, axis=1)
+    for op in (sca.membership_operator(labels), sca.consensus_operator(
+            sca.membership_operator(labels).to_dense())):
+        balanced = sca.balance(op)
+        assert balanced.n_components == 2
+        assert balanced.components.tolist() == [0, 0, 0, 1, 1]
+        P = balanced.P.to_dense()
+        assert np.all(np.isfinite(P)) and np.allclose(P.sum(axis=1), 1)
+        spec = sca.spectrum(balanced.P)
+        assert spec.k == 2
+        assert sca.iterate(balanced.P, 2, split="gaps").labels.tolist() == [0, 0, 0, 1, 1]
