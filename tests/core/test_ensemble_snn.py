@@ -41,7 +41,7 @@ def test_snn_counts_shared_neighbours():
     S = op.to_dense()
     assert np.array_equal(S, S.T) and np.all(np.diag(S) == 6)
     assert S[:20, 20:].max() == 0  # no shared neighbours across the far blobs
-    out = sca.cluster(data=X, snn={"kappa": 5})
+    out = sca.cluster(data=X, snn={"kappa": 5}, options={"k": 2})
     assert sorted(map(sorted, out["clusters"])) == [list(range(20)), list(range(20, 40))]
     with pytest.raises(sca.SCAError) as info:
         sca.snn_operator(X, 40)
