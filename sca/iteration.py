@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 from sklearn.cluster import KMeans
+from threadpoolctl import threadpool_limits
 
 from .errors import IterationError, SCAError
 from .operators import ConsensusOperator
@@ -111,13 +112,16 @@ class _KMeansSplit:
 
     def __call__(self, Y: np.ndarray) -> np.ndarray:
         Y = Y.reshape(Y.shape[0], -1)
-        if self.centres is None:
-            model = KMeans(self.k, n_init=3, random_state=self.seed)
-        else:
-            model = KMeans(self.k, init=self.centres, n_init=1, random_state=self.seed)
-        model.fit(Y[self.sample])
-        self.centres = model.cluster_centers_
-        labels = model.predict(Y)
+        sample = Y[self.sample]
+        # A fresh k-means++ fit and the previous centres refined: keep the
+        # better, so neither a bad first start nor a stale optimum persists.
+        models = [KMeans(self.k, n_init=4, random_state=self.seed)]
+        if self.centres is not None:
+            models.append(KMeans(self.k, init=self.centres, n_init=1, random_state=self.seed))
+        with threadpool_limits(limits=1):  # a few thousand rows: threads cost more
+            best = min((m.fit(sample) for m in models), key=lambda m: m.inertia_)
+        self.centres = best.cluster_centers_
+        labels = best.predict(Y)
         if np.unique(labels).size < self.k:
             return None
         return canonical(labels)
