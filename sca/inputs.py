@@ -103,22 +103,27 @@ def membership_matrix(labels, field: str = "labels") -> sp.csr_array:
     elif L.dtype.kind not in "iu":
         raise SCAError(f"{field} must hold integers, got dtype {L.dtype}", field)
     n, r = L.shape
-    columns = np.empty((n, r), dtype=np.int64)
+    index_dtype = np.int32 if n * r < 2**31 else np.int64
+    columns = np.empty((n, r), dtype=index_dtype)
     offset = 0
     for j in range(r):
         present = L[:, j] >= 0
         codes, used = _codes(L[:, j], present)
-        columns[:, j] = np.where(present, codes + offset, -1)
+        codes[present] += offset
+        columns[:, j] = codes
         offset += used
+    if offset >= np.iinfo(index_dtype).max:
+        columns = columns.astype(np.int64)
     keep = columns >= 0
     counts = keep.sum(axis=1)
     if np.any(counts == 0):
         bad = int(np.flatnonzero(counts == 0)[0])
         raise SCAError(f"{field}: element {bad} is in no run", field)
-    index_dtype = np.int32 if max(offset, keep.sum()) < 2**31 else np.int64
-    indptr = np.concatenate([[0], np.cumsum(counts)]).astype(index_dtype)
-    indices = columns[keep].astype(index_dtype)
-    H = sp.csr_array((np.ones(indices.size), indices, indptr), shape=(n, offset))
+    indptr = np.zeros(n + 1, dtype=columns.dtype)
+    np.cumsum(counts, out=indptr[1:])
+    indices = columns.ravel() if counts.min() == r else columns[keep]
+    del keep
+    H = sp.csr_array((np.ones(indices.size), indices, indptr), shape=(n, offset), copy=False)
     H.has_sorted_indices = True
     return H
 
