@@ -78,7 +78,7 @@ def spectrum(P: ConsensusOperator, k: int | None = None, k_hat: int | None = Non
     k_hat : int, optional
         How many of the largest eigenvalues to compute (Sec. 3: "the user ...
         can direct the program to find only the k̂ largest").  Default: all of
-        them when n <= 1000, else 20.  Must be below n.
+        them when n <= 1000, else 20.  An explicit k_hat must be in [2, n-1].
     min_k, max_k : int, optional
         Range of k for the ``"gap"`` rule.
     rule : {"gap", "perron"}
@@ -95,8 +95,7 @@ def spectrum(P: ConsensusOperator, k: int | None = None, k_hat: int | None = Non
         raise SCAError(f"k must be an integer in [1, n] = [1, {n}], got {k!r}", "options.k")
     if k_hat is None:
         k_hat = n if n <= DENSE_SPECTRUM_MAX_N else min(DEFAULT_K_HAT, n - 1)
-    elif not (isinstance(k_hat, (int, np.integer)) and 2 <= k_hat < n
-              or n <= DENSE_SPECTRUM_MAX_N and k_hat == n):
+    elif not (isinstance(k_hat, (int, np.integer)) and 2 <= k_hat < n):
         raise SCAError(f"k_hat must be an integer in [2, n-1] = [2, {n - 1}], got {k_hat!r}",
                        "options.k_hat")
     if not (isinstance(min_k, (int, np.integer)) and 1 <= min_k):
