@@ -61,9 +61,8 @@ def _add_inputs(p: argparse.ArgumentParser):
     opt.add_argument("--tol", type=float, default=DEFAULTS["tol"], help="balancing tolerance")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="sca", description="Stochastic clustering algorithm")
-    sub = parser.add_subparsers(dest="command", required=True)
+def add_commands(sub) -> None:
+    """Add ``cluster`` and ``custom`` to an argparse subparsers action."""
     c = sub.add_parser("cluster", help="cluster the elements; prints the result as JSON")
     _add_inputs(c)
     c.add_argument("--trace", action="store_true", help="x_t and its clusters per step")
@@ -76,6 +75,11 @@ def build_parser() -> argparse.ArgumentParser:
     u.add_argument("--min-size", type=int, required=True)
     u.add_argument("--max-size", type=int, required=True)
     u.add_argument("--limit", type=int, help="how many ranked elements to print")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="sca", description="Stochastic clustering algorithm")
+    add_commands(parser.add_subparsers(dest="command", required=True))
     return parser
 
 
@@ -123,8 +127,8 @@ def run(args) -> dict:
     return out
 
 
-def main(argv=None) -> int:
-    args = build_parser().parse_args(argv)
+def execute(args) -> int:
+    """Run a parsed ``cluster`` / ``custom`` command: JSON to stdout, errors to stderr."""
     try:
         out = run(args)
     except SCAError as exc:
@@ -134,6 +138,10 @@ def main(argv=None) -> int:
     json.dump(out, sys.stdout)
     sys.stdout.write("\n")
     return 0
+
+
+def main(argv=None) -> int:
+    return execute(build_parser().parse_args(argv))
 
 
 if __name__ == "__main__":

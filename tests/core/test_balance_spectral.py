@@ -63,3 +63,17 @@ def test_k_hat_limits_the_eigenvalues(baseball):
     assert info.value.field == "options.k_hat"
     with pytest.raises(sca.SCAError):
         sca.spectrum(P, rule="elbow")
+
+
+def test_residual_stalled_at_rounding_level_counts_as_converged(baseball, monkeypatch):
+    """Where rounding keeps the residual above tol, balancing stops once the
+    residual stops falling below n * eps instead of spinning to the cap."""
+    import sys
+    module = sys.modules["sca.balance"]  # the package exports the function by that name
+    tol = 1e-300  # unreachable in float64
+    result = sca.balance(baseball, tol=tol, max_iter=500)
+    assert result.converged and result.iterations < 100
+    assert result.residual <= 6 * np.finfo(float).eps
+    with pytest.raises(sca.BalancingError):
+        monkeypatch.setattr(module, "_STALL_STEPS", 10**6)
+        sca.balance(baseball, tol=tol, max_iter=200)

@@ -1,0 +1,28 @@
+"""The HTTP service: ``create_app`` builds the Flask app (nothing runs at import)."""
+
+from __future__ import annotations
+
+from flask import Flask
+
+from . import backend, config, errors
+
+BLUEPRINTS = ("service.health", "service.jobs")
+
+
+def create_app(test_config=None) -> Flask:
+    """The API; config from :data:`config.DEFAULTS`, the environment, then ``test_config``."""
+    import importlib
+
+    app = Flask(__name__)
+    app.config.from_mapping(config.DEFAULTS)
+    app.config.from_mapping(config.from_env())
+    if test_config is not None:
+        app.config.from_mapping(test_config)
+    app.config["MAX_CONTENT_LENGTH"] = app.config["SCA_MAX_BODY_BYTES"]
+    app.config["MAX_FORM_MEMORY_SIZE"] = app.config["SCA_MAX_BODY_BYTES"]
+    app.json.sort_keys = False
+    errors.init_app(app)
+    backend.init_app(app)
+    for name in BLUEPRINTS:
+        app.register_blueprint(importlib.import_module(name).bp)
+    return app

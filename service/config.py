@@ -1,0 +1,59 @@
+"""Service settings: defaults, read from the environment in this one place.
+
+``create_app`` applies, in order, :data:`DEFAULTS`, :func:`from_env` and the
+mapping a test passes.  Every setting is a plain upper-case key of the Flask
+config; the worker's own settings (:mod:`worker.config`) use the same names.
+"""
+
+from __future__ import annotations
+
+import os
+
+MIB = 1024 * 1024
+
+DEFAULTS = {
+    # Redis for broker, results, artifacts and jobs; unset = the embedded default.
+    "REDIS_URL": None,
+    "SCA_JOB_TTL": 86_400,
+    "SCA_MAX_BODY_BYTES": 512 * MIB,
+    "SCA_CHUNK_BYTES": 64 * MIB,
+    "SCA_KEY_PREFIX": "sca:",
+    # Size limits (413 when exceeded).
+    "SCA_MAX_N": 1_000_000,
+    "SCA_MAX_DENSE_N": 20_000,
+    "SCA_MAX_M": 100_000,
+    "SCA_MAX_RUNS": 1_000,
+    # Value limits (422 when exceeded).
+    "SCA_MAX_K": 1_000,
+    "SCA_MAX_K_HAT": 1_000,
+    "SCA_MAX_ITERATIONS": 100_000,
+    "SCA_MAX_STARTS": 1_000,
+    # Threads running jobs in the embedded default.
+    "SCA_EMBEDDED_WORKERS": 2,
+    # Passed on to the Celery client (see worker.config).
+    "SCA_TASK_TIME_LIMIT": 3_000,
+    "SCA_TASK_SOFT_TIME_LIMIT": 2_900,
+    "SCA_VISIBILITY_TIMEOUT": 3_600,
+}
+
+LIMITS = ("SCA_MAX_N", "SCA_MAX_DENSE_N", "SCA_MAX_M", "SCA_MAX_RUNS", "SCA_MAX_K",
+          "SCA_MAX_K_HAT", "SCA_MAX_ITERATIONS", "SCA_MAX_STARTS")
+
+
+def from_env(environ=None) -> dict:
+    """The settings present in the environment, converted to their default's type."""
+    environ = os.environ if environ is None else environ
+    found = {}
+    for name, default in DEFAULTS.items():
+        value = environ.get(name)
+        if value is None or value == "":
+            continue
+        found[name] = int(value) if isinstance(default, int) else value
+    return found
+
+
+def worker_settings(config) -> dict:
+    """The subset of the Flask config that the worker package understands."""
+    names = ("REDIS_URL", "SCA_JOB_TTL", "SCA_CHUNK_BYTES", "SCA_KEY_PREFIX",
+             "SCA_TASK_TIME_LIMIT", "SCA_TASK_SOFT_TIME_LIMIT", "SCA_VISIBILITY_TIMEOUT")
+    return {name: config.get(name) for name in names}

@@ -1,0 +1,155 @@
+"""Errors as ``application/problem+json`` (RFC 9457), from one place.
+
+Modules raise; :func:`init_app` registers the handlers that turn every
+exception into a problem document ``{type, title, status, detail, errors?}``:
+
+* :class:`ProblemError` -- raised by our own code with any status;
+* ``HTTPException`` -- routing 404/405, 400 unreadable JSON, 413 ... (headers
+  such as ``Allow`` are kept);
+* ``marshmallow.ValidationError`` and :class:`sca.SCAError` -- 422 with
+  ``errors`` naming each bad field (dotted paths, ``ensemble[0].k``);
+* Redis or broker unreachable -- 503;
+* anything else -- 500 with a generic detail; the traceback goes to the log.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+
+from flask import Response
+from marshmallow import ValidationError
+from werkzeug.exceptions import HTTPException
+
+import sca
+
+log = logging.getLogger(__name__)
+
+PROBLEM_MEDIA_TYPE = "application/problem+json"
+PROBLEM_BASE = "https://sca.invalid/problems/"
+
+
+class ProblemError(Exception):
+    """An HTTP error to report as problem+json.
+
+    ``errors`` maps field names to lists of messages; other keyword arguments
+    become extension members of the problem.
+    """
+
+    def __init__(self, status: int, title: str, detail: str | None = None,
+                 type: str = "about:blank", errors: dict | None = None,
+                 headers: dict | None = None, **extensions):
+        super().__init__(detail or title)
+        self.status = status
+        self.title = title
+        self.detail = detail
+        self.type = type
+        self.errors = errors
+        self.headers = headers or {}
+        self.extensions = extensions
+
+
+def problem_response(status: int, title: str, detail: str | None = None,
+                     type: str = "about:blank", errors: dict | None = None,
+                     headers=None, **extensions) -> Response:
+    body = {"type": type, "title": title, "status": status,
+            "detail": detail if detail is not None else title}
+    if errors:
+        body["errors"] = errors
+    body.update(extensions)
+    response = Response(json.dumps(body), status=status, mimetype=PROBLEM_MEDIA_TYPE)
+    for name, value in (headers or {}).items():
+        response.headers[name] = value
+    return response
+
+
+def flatten_messages(messages, prefix: str = "") -> dict[str, list[str]]:
+    """marshmallow's nested messages as ``{"options.k": [...], "ensemble[0].k": [...]}``."""
+    if isinstance(messages, str):
+        return {prefix or "_schema": [messages]}
+    if isinstance(messages, list) and all(isinstance(m, str) for m in messages):
+        return {prefix or "_schema": list(messages)}
+    flat: dict[str, list[str]] = {}
+    items = messages.items() if isinstance(messages, dict) else enumerate(messages)
+    for key, value in items:
+        if isinstance(key, int):
+            path = f"{prefix}[{key}]"
+        elif key == "_schema":
+            path = prefix or "_schema"
+        else:
+            path = f"{prefix}.{key}" if prefix else str(key)
+        for name, msgs in flatten_messages(value, path).items():
+            flat.setdefault(name, []).extend(msgs)
+    return flat
+
+
+def invalid(field: str, message: str, status: int = 422,
+            title: str = "Invalid input") -> ProblemError:
+    """A problem naming one field (422 unless said otherwise)."""
+    return ProblemError(status, title, message, type=PROBLEM_BASE + "invalid-input"
+                        if status == 422 else "about:blank", errors={field: [message]})
+
+
+def _handle_problem(exc: ProblemError):
+    return problem_response(exc.status, exc.title, exc.detail, exc.type, exc.errors,
+                            exc.headers, **exc.extensions)
+
+
+def _handle_http(exc: HTTPException):
+    original = exc.get_response()
+    headers = {k: v for k, v in original.headers.items()
+               if k.lower() not in ("content-type", "content-length")}
+    detail = exc.description or exc.name
+    return problem_response(exc.code or 500, exc.name, detail, headers=headers)
+
+
+def _handle_validation(exc: ValidationError):
+    errors = flatten_messages(exc.messages)
+    detail = "; ".join(f"{field}: {' '.join(msgs)}" for field, msgs in errors.items())
+    return problem_response(422, "Invalid input", detail, PROBLEM_BASE + "invalid-input", errors)
+
+
+def _handle_sca(exc: sca.SCAError):
+    field = exc.field or "input"
+    return problem_response(422, "Invalid input", str(exc), PROBLEM_BASE + "invalid-input",
+                            {field: [str(exc)]})
+
+
+def _handle_unavailable(exc: Exception):
+    log.warning("backend unavailable: %s", exc)
+    return problem_response(503, "Service Unavailable",
+                            "the job store or broker is unreachable; retry later",
+                            headers={"Retry-After": "5"})
+
+
+def _handle_unexpected(exc: Exception):
+    log.exception("unhandled error")
+    return problem_response(500, "Internal Server Error",
+                            "an unexpected error occurred; it has been logged")
+
+
+def _unavailable_errors() -> tuple:
+    classes = []
+    try:
+        import redis.exceptions as rex
+
+        classes += [rex.ConnectionError, rex.TimeoutError]
+    except ImportError:  # pragma: no cover - redis is a dependency
+        pass
+    try:
+        from kombu.exceptions import OperationalError
+
+        classes.append(OperationalError)
+    except ImportError:  # pragma: no cover
+        pass
+    return tuple(classes)
+
+
+def init_app(app) -> None:
+    app.register_error_handler(ProblemError, _handle_problem)
+    app.register_error_handler(HTTPException, _handle_http)
+    app.register_error_handler(ValidationError, _handle_validation)
+    app.register_error_handler(sca.SCAError, _handle_sca)
+    for cls in _unavailable_errors():
+        app.register_error_handler(cls, _handle_unavailable)
+    app.register_error_handler(Exception, _handle_unexpected)

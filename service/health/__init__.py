@@ -1,0 +1,5 @@
+"""Health checks and the API contract."""
+
+from .routes import bp
+
+__all__ = ["bp"]

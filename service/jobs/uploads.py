@@ -1,0 +1,185 @@
+"""Turning a POST /v1/jobs request into validated input arrays.
+
+A JSON body carries its matrix inline; a ``multipart/form-data`` body carries
+it as a file part ``file`` (``.npy``, ``.npz`` or ``.csv``), says what it is
+in the text part ``input`` (``data | consensus | labels``) and may add the
+JSON parts ``options``, ``ensemble``, ``snn`` and ``ids``.  Both end as a
+:class:`JobInput`.  Files are read with ``allow_pickle=False``.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+import numpy as np
+import scipy.sparse as sp
+from flask import current_app, request
+from marshmallow import ValidationError
+
+from sca.io import read_matrix
+
+from ..errors import ProblemError, invalid
+from .schemas import INPUTS, SparseConsensusSchema, job_request_schema
+
+JSON_PARTS = ("options", "ensemble", "snn", "ids")
+FILE_TYPES = (".npy", ".npz", ".csv")
+
+
+@dataclass
+class JobInput:
+    kind: str
+    arrays: dict
+    source: dict = field(default_factory=dict)
+    ids: list | None = None
+    options: dict = field(default_factory=dict)
+
+
+def parse_job_request() -> JobInput:
+    """The request's input; raises :class:`ProblemError` (400/413/415/422)."""
+    mimetype = request.mimetype
+    if mimetype == "application/json" or mimetype.endswith("+json"):
+        body = request.get_json(silent=True)
+        if body is None:
+            raise ProblemError(400, "Bad Request", "the body is not valid JSON",
+                               errors={"body": ["not valid JSON"]})
+        if not isinstance(body, dict):
+            raise invalid("body", "the body must be a JSON object")
+        loaded = job_request_schema(current_app.config).load(body)
+        kind = next(name for name in INPUTS if loaded.get(name) is not None)
+        arrays = _json_arrays(kind, loaded[kind])
+    elif mimetype == "multipart/form-data":
+        loaded, kind, arrays = _multipart()
+    else:
+        raise ProblemError(415, "Unsupported Media Type",
+                           "send application/json or multipart/form-data",
+                           errors={"Content-Type": [f"unsupported: {mimetype or 'none'}"]})
+    source = {}
+    if kind == "data":
+        if loaded.get("snn") is not None:
+            source["snn"] = loaded["snn"]
+        else:
+            source["ensemble"] = loaded["ensemble"]
+            source["ensemble_seed"] = loaded["options"].get("ensemble_seed") or 0
+    check_sizes(kind, arrays, source)
+    return JobInput(kind, arrays, source, loaded.get("ids"), loaded["options"])
+
+
+def _matrix(value, name: str, integer: bool = False) -> np.ndarray:
+    try:
+        a = np.array(value)
+    except (ValueError, TypeError):
+        raise invalid(name, f"{name} must be a matrix: a list of rows of equal length") from None
+    if a.dtype.kind not in "iuf" or a.dtype == object:
+        raise invalid(name, f"{name} must hold numbers only")
+    if a.ndim != 2:
+        raise invalid(name, f"{name} must be a non-empty list of rows (2-D), got {a.ndim}-D")
+    if integer:
+        return a
+    return a.astype(float)
+
+
+def _json_arrays(kind: str, value) -> dict:
+    if kind == "consensus" and isinstance(value, dict):
+        try:
+            sparse = SparseConsensusSchema().load(value)
+        except ValidationError as exc:
+            raise ValidationError({"consensus": exc.messages}) from None
+        loaded = {"n": np.array(sparse["n"]), "rows": np.array(sparse["rows"], dtype=np.int64),
+                  "cols": np.array(sparse["cols"], dtype=np.int64),
+                  "values": np.array(sparse["values"], dtype=float)}
+        if not (loaded["rows"].size == loaded["cols"].size == loaded["values"].size):
+            raise invalid("consensus", "rows, cols and values must have equal length")
+        return loaded
+    if kind == "labels":
+        return {"labels": _matrix(value, "labels", integer=True)}
+    return {"S" if kind == "consensus" else "X": _matrix(value, kind)}
+
+
+def _multipart():
+    form, files = request.form, request.files
+    upload = files.get("file")
+    if upload is None:
+        raise invalid("file", "a multipart request needs a file part 'file' (.npy, .npz, .csv)")
+    kind = form.get("input")
+    if kind not in INPUTS:
+        raise invalid("input", f"the part 'input' must be one of {', '.join(INPUTS)}")
+    body = {kind: "file"}
+    for name in JSON_PARTS:
+        text = form.get(name)
+        if text is None and name in files:
+            text = files[name].read().decode("utf-8", "replace")
+        if text is None:
+            continue
+        try:
+            body[name] = json.loads(text)
+        except ValueError:
+            raise ProblemError(400, "Bad Request", f"the part '{name}' is not valid JSON",
+                               errors={name: ["not valid JSON"]}) from None
+    unknown = set(form) - {"input", *JSON_PARTS}
+    if unknown:
+        raise invalid(sorted(unknown)[0], "unknown form part")
+    loaded = job_request_schema(current_app.config).load(body)
+    arrays, header = read_file(upload.filename or "", upload.read(), kind)
+    if kind == "consensus" and header is not None and loaded.get("ids") is None:
+        loaded["ids"] = header  # a consensus CSV's header row names the elements
+    return loaded, kind, arrays
+
+
+def read_file(filename: str, raw: bytes, kind: str) -> tuple[dict, list | None]:
+    """Arrays of an uploaded ``.npy``, ``.npz`` or ``.csv`` file, and a CSV header if any.
+
+    Reading is the core's (:func:`sca.io.read_matrix`, never with pickle).
+    """
+    suffix = "." + filename.rsplit(".", 1)[-1].lower() if "." in filename else ""
+    if suffix not in FILE_TYPES:
+        raise ProblemError(415, "Unsupported Media Type",
+                           "the file must be .npy, .npz or .csv",
+                           errors={"file": [f"unsupported file type {suffix or filename!r}"]})
+    matrix, header = read_matrix(raw, filename, "file")
+    if sp.issparse(matrix):
+        if kind != "consensus":
+            raise invalid("file", "a sparse matrix is only accepted as a consensus")
+        if matrix.shape[0] != matrix.shape[1]:
+            raise invalid("file", f"consensus must be square, got shape {matrix.shape}")
+        coo = sp.coo_array(matrix)
+        return {"n": np.array(coo.shape[0]), "rows": coo.row.astype(np.int64),
+                "cols": coo.col.astype(np.int64), "values": coo.data.astype(float)}, None
+    a = np.asarray(matrix)
+    if a.dtype.kind not in "iufb" or a.ndim != 2:
+        raise invalid("file", f"the file must hold a 2-D numeric array, got {a.dtype} "
+                              f"with shape {a.shape}")
+    if kind == "labels":
+        return {"labels": a}, None
+    return {"S" if kind == "consensus" else "X": a.astype(float)}, header
+
+
+def check_sizes(kind: str, arrays: dict, source: dict) -> None:
+    """The configured size limits (413 naming the field)."""
+    config = current_app.config
+    name = kind
+    if kind == "consensus":
+        n = int(arrays["n"]) if "n" in arrays else arrays["S"].shape[0]
+        if "S" in arrays and n > config["SCA_MAX_DENSE_N"]:
+            _too_large(name, f"a dense consensus may have at most {config['SCA_MAX_DENSE_N']} "
+                             f"rows (got {n}); send it sparse")
+    elif kind == "labels":
+        n, runs = arrays["labels"].shape
+        if runs > config["SCA_MAX_RUNS"]:
+            _too_large(name, f"at most {config['SCA_MAX_RUNS']} runs (got {runs})")
+    else:
+        n, m = arrays["X"].shape
+        if m > config["SCA_MAX_M"]:
+            _too_large(name, f"at most {config['SCA_MAX_M']} features (got {m})")
+        if "ensemble" in source:
+            runs = sum(item["runs"] * (len(item["k"]) if isinstance(item["k"], list) else 1)
+                       for item in source["ensemble"])
+            if runs > config["SCA_MAX_RUNS"]:
+                _too_large("ensemble", f"at most {config['SCA_MAX_RUNS']} runs (got {runs})")
+    if n > config["SCA_MAX_N"]:
+        _too_large(name, f"at most {config['SCA_MAX_N']} elements (got {n})")
+
+
+def _too_large(name: str, message: str):
+    raise ProblemError(413, "Content Too Large", message, errors={name: [message]})
+

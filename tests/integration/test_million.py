@@ -1,0 +1,45 @@
+"""n = 10^6 elements from label runs, end to end through Redis and the worker.
+
+Artifacts are stored in 1 MB chunks here (``CHUNK_BYTES``), so the input
+(40 MB) and the balanced operator (about 50 MB) each span dozens of values.
+"""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+import requests
+
+from tests.integration.conftest import CHUNK_BYTES, wait_job
+
+N, RUNS = 1_000_000, 10
+
+
+def test_a_million_elements_from_label_runs(api, celery_worker, store, redis_client):
+    rng = np.random.default_rng(0)
+    truth = rng.integers(0, 3, N)
+    noise = rng.random((N, RUNS)) < 0.1
+    labels = np.where(noise, rng.integers(0, 3, (N, RUNS)), truth[:, None]).astype(np.int32)
+    buffer = io.BytesIO()
+    np.save(buffer, labels)
+    response = requests.post(f"{api}/v1/jobs", files={"file": ("runs.npy", buffer.getvalue())},
+                             data={"input": "labels"}, timeout=120)
+    assert response.status_code == 202, response.text
+    job_id = response.json()["id"]
+    job = wait_job(api, job_id, timeout=150)
+    assert job["status"] == "succeeded", job.get("error")
+    result = job["result"]
+    assert result["k"] == 3 and len(result["labels"]) == N
+    found = np.asarray(result["labels"])
+    # Each found cluster is (up to a few very noisy elements) one true cluster.
+    for c in range(3):
+        counts = np.bincount(truth[found == c], minlength=3)
+        assert counts.max() >= 0.999 * counts.sum()
+
+    record = store.get_job(job_id)
+    head = f"{store.prefix}P:{record['hashes']['balance']}"
+    chunks = redis_client.keys(head + ":chunk:*")
+    assert len(chunks) > 10 and all(redis_client.strlen(k) <= CHUNK_BYTES for k in chunks)
+    similar = requests.get(f"{api}/v1/jobs/{job_id}/elements/0/similar?limit=3", timeout=60)
+    assert similar.status_code == 200 and len(similar.json()["ranked"]) == 3

@@ -1,0 +1,164 @@
+"""openapi.yaml is a valid OpenAPI 3.1 document and real responses conform to it.
+
+The ``client`` fixture checks every response of every route test against the
+spec; here each documented (route, status) pair is produced at least once.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+
+import pytest
+import redis
+from openapi_spec_validator import validate
+
+from tests.conftest import BASEBALL_IDS, BASEBALL_S, DATA
+from tests.service.conftest import ContractError, wait_for
+from worker.stages import artifact_keys
+
+
+def test_spec_is_valid_openapi_31(spec):
+    validate(spec)
+    assert spec["openapi"].startswith("3.1")
+
+
+def test_spec_is_served(client, spec):
+    import yaml
+
+    response = client.get("/openapi.yaml")
+    assert response.status_code == 200
+    assert yaml.safe_load(response.get_data(as_text=True)) == spec
+
+
+def test_documented_routes_match_the_app(app, spec):
+    rules = {(rule.rule, method.lower()) for rule in app.url_map.iter_rules()
+             for method in rule.methods - {"HEAD", "OPTIONS"} if rule.endpoint != "static"}
+    flask_paths = {(re.sub(r"<[^>]+>", "{}", path), method) for path, method in rules}
+    documented = {(re.sub(r"\{[^}]+\}", "{}", path), method) for path, item in spec["paths"].items()
+                  for method in item if method in ("get", "post", "delete", "put", "patch")}
+    assert documented == flask_paths
+
+
+def test_every_documented_status(client, idle_client, make_client, spec):
+    seen = set()
+
+    def hit(c, method, path, status, **kwargs):
+        response = c.open(method, path, **kwargs)
+        assert response.status_code == status, response.get_data(as_text=True)
+        template = next(p for p in spec["paths"] if _matches(p, path.split("?")[0]))
+        seen.add((template, method, str(status)))
+        return response
+
+    hit(client, "get", "/healthz", 200)
+    hit(client, "get", "/readyz", 200)
+    hit(client, "get", "/openapi.yaml", 200)
+    body = {"consensus": BASEBALL_S, "ids": BASEBALL_IDS}
+    job = hit(client, "post", "/v1/jobs", 202, json=body).get_json()
+    wait_for(client, job["id"])
+    base = f"/v1/jobs/{job['id']}"
+    hit(client, "post", "/v1/jobs", 400, data="{", content_type="application/json")
+    hit(make_client(SCA_MAX_N=3), "post", "/v1/jobs", 413, json=body)
+    hit(client, "post", "/v1/jobs", 415, data="x", content_type="text/plain")
+    hit(client, "post", "/v1/jobs", 422, json={"consensus": [[1, 2], [3, 1]]})
+    hit(client, "get", base, 200)
+    hit(client, "get", "/v1/jobs/nope", 404)
+    hit(client, "post", f"{base}/custom-clusters", 200, json={"element": "Ott", "max_size": 3})
+    hit(client, "post", f"{base}/custom-clusters", 400, data="{", content_type="application/json")
+    hit(client, "post", "/v1/jobs/nope/custom-clusters", 404, json={"element": 0})
+    hit(client, "post", f"{base}/custom-clusters", 415, data="x", content_type="text/plain")
+    hit(client, "post", f"{base}/custom-clusters", 422, json={"element": 0, "min_size": 0})
+    hit(client, "get", f"{base}/elements/Ott/similar", 200)
+    hit(client, "get", f"{base}/elements/Nobody/similar", 404)
+    hit(client, "get", f"{base}/elements/Ott/similar?limit=0", 422)
+    queued = hit(idle_client, "post", "/v1/jobs", 202, json=body).get_json()["id"]
+    hit(idle_client, "post", f"/v1/jobs/{queued}/custom-clusters", 409, json={"element": 0})
+    hit(idle_client, "get", f"/v1/jobs/{queued}/elements/0/similar", 409)
+    hit(idle_client, "delete", f"/v1/jobs/{queued}", 200)
+    hit(client, "delete", base, 204)
+    hit(client, "delete", base, 404)
+
+    # 410: the job's cached matrices expired.
+    gone = _finished_job(make_client, body)
+    hit(gone.client, "post", f"/v1/jobs/{gone.id}/custom-clusters", 410, json={"element": 0})
+    hit(gone.client, "get", f"/v1/jobs/{gone.id}/elements/0/similar", 410)
+
+    # 503: Redis unreachable.
+    down = make_client(SCA_STORE=_DeadStore(), SCA_QUEUE=_DeadQueue())
+    for method, path, kwargs in (("get", "/readyz", {}), ("post", "/v1/jobs", {"json": body}),
+                                 ("get", "/v1/jobs/x", {}), ("delete", "/v1/jobs/x", {}),
+                                 ("post", "/v1/jobs/x/custom-clusters", {"json": {"element": 0}}),
+                                 ("get", "/v1/jobs/x/elements/0/similar", {})):
+        response = hit(down, method, path, 503, **kwargs)
+        assert response.headers["Retry-After"]
+
+    documented = {(path, method, status) for path, item in spec["paths"].items()
+                  for method, op in item.items() if method in ("get", "post", "delete")
+                  for status in op["responses"]}
+    assert documented - seen == set()
+
+
+def test_raw_data_queries_conform(client):
+    raw = (DATA / "iris" / "X.csv").read_bytes()
+    form = {"file": (io.BytesIO(raw), "X.csv"), "input": "data", "snn": '{"kappa": 10}',
+            "options": '{"k": 3, "trace": true, "starts": 2}'}
+    job_id = client.post("/v1/jobs", data=form, content_type="multipart/form-data"
+                         ).get_json()["id"]
+    assert wait_for(client, job_id)["status"] == "succeeded"
+    for method in ("sca", "euclidean", "cosine"):
+        assert client.get(f"/v1/jobs/{job_id}/elements/3/similar?method={method}"
+                          ).status_code == 200
+
+
+def test_the_checker_catches_a_wrong_response(client):
+    class Fake:
+        status_code = 200
+        mimetype = "application/json"
+        headers = {}
+
+        def get_json(self):
+            return {"id": "x"}
+
+        def get_data(self, as_text=False):
+            return "{}"
+
+    with pytest.raises(ContractError):
+        client.check("get", "/v1/jobs/x", Fake())
+
+
+def _matches(template: str, path: str) -> bool:
+    return re.fullmatch(re.sub(r"\{[^}]+\}", "[^/]+", template), path) is not None
+
+
+class _Finished:
+    def __init__(self, client, job_id):
+        self.client, self.id = client, job_id
+
+
+def _finished_job(make_client, body):
+    client = make_client()
+    job_id = client.post("/v1/jobs", json=body).get_json()["id"]
+    wait_for(client, job_id)
+    store = client.raw.application.extensions["sca"].store
+    store.delete(artifact_keys(store.get_job(job_id))["P"])
+    return _Finished(client, job_id)
+
+
+class _DeadStore:
+    prefix = "dead:"
+
+    def __getattr__(self, name):
+        def fail(*args, **kwargs):
+            raise redis.exceptions.ConnectionError("Connection refused")
+        return fail
+
+
+class _DeadQueue:
+    def submit(self, job_id):
+        raise redis.exceptions.ConnectionError("Connection refused")
+
+    def revoke(self, *args):
+        raise redis.exceptions.ConnectionError("Connection refused")
+
+    def ping(self):
+        raise redis.exceptions.ConnectionError("Connection refused")

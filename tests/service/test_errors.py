@@ -1,0 +1,234 @@
+"""Every documented error status, as application/problem+json naming the field."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import numpy as np
+import pytest
+from werkzeug.exceptions import default_exceptions
+
+from service import create_app
+from tests.conftest import BASEBALL_S
+from tests.service.conftest import wait_for
+
+
+def problem(response, status: int, field: str | None = None) -> dict:
+    assert response.status_code == status, response.get_data(as_text=True)
+    assert response.mimetype == "application/problem+json"
+    body = response.get_json()
+    assert body["status"] == status and body["title"] and body["detail"] and body["type"]
+    if field is not None:
+        assert field in body.get("errors", {}), body
+    return body
+
+
+def test_unreadable_json_is_400(client):
+    problem(client.post("/v1/jobs", data="{not json", content_type="application/json"), 400,
+            "body")
+
+
+def test_unreadable_json_part_is_400(client):
+    form = {"file": (io.BytesIO(b"1,0\n0,1\n"), "S.csv"), "input": "consensus",
+            "options": "{broken"}
+    problem(client.post("/v1/jobs", data=form, content_type="multipart/form-data"), 400,
+            "options")
+
+
+def test_wrong_media_type_is_415(client):
+    problem(client.post("/v1/jobs", data="x", content_type="text/plain"), 415, "Content-Type")
+
+
+def test_wrong_file_type_is_415(client):
+    form = {"file": (io.BytesIO(b"..."), "S.xlsx"), "input": "consensus"}
+    problem(client.post("/v1/jobs", data=form, content_type="multipart/form-data"), 415, "file")
+
+
+def test_body_over_the_limit_is_413(make_client):
+    client = make_client(SCA_MAX_BODY_BYTES=50)
+    body = problem(client.post("/v1/jobs", json={"consensus": BASEBALL_S}), 413)
+    assert body["title"]
+
+
+@pytest.mark.parametrize("config,body,field", [
+    ({"SCA_MAX_N": 5}, {"consensus": BASEBALL_S}, "consensus"),
+    ({"SCA_MAX_DENSE_N": 5}, {"consensus": BASEBALL_S}, "consensus"),
+    ({"SCA_MAX_M": 1}, {"data": [[1, 2]] * 4, "snn": {"kappa": 1}}, "data"),
+    ({"SCA_MAX_RUNS": 3}, {"data": [[1, 2]] * 4,
+                           "ensemble": [{"algorithm": "kmeans", "k": [2, 3], "runs": 2}]},
+     "ensemble"),
+    ({"SCA_MAX_RUNS": 1}, {"labels": [[0, 0], [0, 1], [1, 1]]}, "labels"),
+])
+def test_size_limits_are_413(make_client, config, body, field):
+    problem(make_client(**config).post("/v1/jobs", json=body), 413, field)
+
+
+NAN_BODY = ('{"consensus": [[1, NaN], [NaN, 1]]}', "consensus")
+INVALID = [
+    ({"consensus": [[1, 2, 3], [2, 1, 3]]}, "consensus"),                      # not square
+    ({"consensus": [[1, 2], [3, 1]]}, "consensus"),                            # asymmetric
+    ({"consensus": [[1, -2], [-2, 1]]}, "consensus"),                          # negative
+    ({"consensus": [[0, 1], [1, 0]]}, "consensus"),                            # zero diagonal
+    ({"consensus": [[1]]}, "consensus"),                                       # 1 x 1
+    ({"consensus": []}, "consensus"),                                          # empty
+    ({"consensus": [[1, 2], [2]]}, "consensus"),                               # ragged
+    ({"consensus": [["a", "b"], ["c", "d"]]}, "consensus"),                    # text
+    ({"consensus": {"n": 2, "rows": [0, 5], "cols": [0, 1], "values": [1, 1]}}, "consensus.rows"),
+    ({"consensus": {"n": 2, "rows": [0], "cols": [0]}}, "consensus.values"),
+    ({"consensus": BASEBALL_S, "options": {"k": 7}}, "options.k"),             # k > n
+    ({"consensus": BASEBALL_S, "options": {"k": 0}}, "options.k"),
+    ({"consensus": BASEBALL_S, "options": {"k_hat": 9}}, "options.k_hat"),
+    ({"consensus": BASEBALL_S, "options": {"k": 3, "k_hat": 3}}, "options.k"),
+    ({"consensus": BASEBALL_S, "options": {"split": "spectral"}}, "options.split"),
+    ({"consensus": BASEBALL_S, "options": {"starts": "two"}}, "options.starts"),
+    ({"consensus": BASEBALL_S, "options": {"colour": 1}}, "options.colour"),  # unknown option
+    ({"consensus": BASEBALL_S, "extra": 1}, "extra"),                          # unknown field
+    ({"consensus": BASEBALL_S, "ids": ["a", "a", "b", "c", "d", "e"]}, "ids"),  # repeated ids
+    ({"consensus": BASEBALL_S, "ids": ["a", "b"]}, "ids"),
+    ({"consensus": BASEBALL_S, "labels": [[0], [1]]}, "input"),                # two inputs
+    ({}, "input"),                                                             # no input
+    ({"data": [[1, 2], [3, 4]]}, "ensemble"),                                  # neither
+    ({"consensus": BASEBALL_S, "snn": {"kappa": 2}}, "snn"),
+    ({"data": [[-1.0, 2], [3, 4], [5, 6]],
+      "ensemble": [{"algorithm": "nmf", "k": 2, "runs": 1}]}, "data"),      # NMF, negative data
+    ({"data": [[1, 2], [3, 4]], "ensemble": [{"algorithm": "kmeans", "k": 5, "runs": 1}]},
+     "ensemble"),                                                              # k > n
+    ({"data": [[1, 2], [3, 4]], "ensemble": [{"algorithm": "pca", "k": 2, "runs": 1}]},
+     "ensemble[0].algorithm"),
+    ({"data": [[1, 2], [3, 4]], "ensemble": [{"algorithm": "kmeans", "k": [], "runs": 1}]},
+     "ensemble[0].k"),
+    ({"data": [[1, 2], [3, 4]], "snn": {"kappa": 2}}, "snn.kappa"),
+    ({"data": [[1, 2], [3, float("inf")]], "snn": {"kappa": 1}}, "data"),
+    ({"labels": [[0], [-1]]}, "labels"),                                       # element in no run
+    ({"labels": [[0.5], [1]]}, "labels"),
+]
+
+
+@pytest.mark.parametrize("body,field", INVALID)
+def test_invalid_values_are_422(client, body, field):
+    problem(client.post("/v1/jobs", data=json.dumps(body), content_type="application/json"),
+            422, field)
+
+
+def test_nan_in_json_is_422(client):
+    raw, field = NAN_BODY
+    problem(client.post("/v1/jobs", data=raw, content_type="application/json"), 422, field)
+
+
+def test_body_must_be_an_object(client):
+    problem(client.post("/v1/jobs", json=[1, 2]), 422, "body")
+
+
+def _upload(client, name: str, raw: bytes, kind: str = "consensus", **parts):
+    form = {"file": (io.BytesIO(raw), name), "input": kind, **parts}
+    return client.post("/v1/jobs", data=form, content_type="multipart/form-data")
+
+
+def test_pickled_npy_is_refused(client):
+    buffer = io.BytesIO()
+    np.save(buffer, np.array([[{"a": 1}]], dtype=object), allow_pickle=True)
+    problem(_upload(client, "S.npy", buffer.getvalue()), 422, "file")
+
+
+def test_corrupt_npy_and_npz_are_422(client):
+    problem(_upload(client, "S.npy", b"\x93NUMPY garbage"), 422, "file")
+    problem(_upload(client, "S.npz", b"PK\x03\x04 not a zip"), 422, "file")
+
+
+def test_nan_in_npy_is_422(client):
+    buffer = io.BytesIO()
+    np.save(buffer, np.array([[1.0, np.nan], [np.nan, 1.0]]))
+    problem(_upload(client, "S.npy", buffer.getvalue()), 422, "consensus")
+
+
+def test_text_in_csv_is_422(client):
+    problem(_upload(client, "X.csv", b"a,b\n1,2\n3,oops\n", "data", snn='{"kappa": 1}'),
+            422, "file")
+
+
+def test_multipart_without_file_or_input(client):
+    problem(client.post("/v1/jobs", data={"input": "consensus"},
+                        content_type="multipart/form-data"), 422, "file")
+    problem(_upload(client, "S.csv", b"1,0\n0,1\n", kind="matrix"), 422, "input")
+
+
+def test_unknown_job_is_404_for_every_route(client):
+    problem(client.get("/v1/jobs/nope"), 404, "id")
+    problem(client.delete("/v1/jobs/nope"), 404, "id")
+    problem(client.post("/v1/jobs/nope/custom-clusters", json={"element": 0}), 404, "id")
+    problem(client.get("/v1/jobs/nope/elements/0/similar"), 404, "id")
+
+
+def test_queries_on_an_unfinished_job_are_409(idle_client):
+    job_id = idle_client.post("/v1/jobs", json={"consensus": BASEBALL_S}).get_json()["id"]
+    problem(idle_client.post(f"/v1/jobs/{job_id}/custom-clusters", json={"element": 0}), 409,
+            "status")
+    problem(idle_client.get(f"/v1/jobs/{job_id}/elements/0/similar"), 409, "status")
+
+
+def test_query_errors(client):
+    job_id = client.post("/v1/jobs", json={"consensus": BASEBALL_S}).get_json()["id"]
+    wait_for(client, job_id)
+    base = f"/v1/jobs/{job_id}"
+    problem(client.post(f"{base}/custom-clusters", json={"element": 9}), 404, "element")
+    problem(client.post(f"{base}/custom-clusters", json={"element": "Ruth"}), 404, "element")
+    problem(client.post(f"{base}/custom-clusters", json={"element": 0, "min_size": 0}), 422,
+            "min_size")
+    problem(client.post(f"{base}/custom-clusters", json={"element": 0, "min_size": 4,
+                                                         "max_size": 3}), 422, "max_size")
+    problem(client.post(f"{base}/custom-clusters", json={"element": [0]}), 422, "element")
+    problem(client.post(f"{base}/custom-clusters", json={"element": 0, "k": 7}), 422, "k")
+    problem(client.post(f"{base}/custom-clusters", json={"element": 0, "bogus": 1}), 422, "bogus")
+    problem(client.post(f"{base}/custom-clusters", data="{", content_type="application/json"),
+            400, "body")
+    problem(client.post(f"{base}/custom-clusters", data="x", content_type="text/plain"), 415)
+    problem(client.post(f"{base}/custom-clusters",
+                        json={"element": 0, "min_size": 2, "max_size": 2, "max_iterations": 1}),
+            422, "max_iterations")
+    problem(client.get(f"{base}/elements/6/similar"), 404, "element")
+    problem(client.get(f"{base}/elements/0/similar?method=manhattan"), 422, "method")
+    problem(client.get(f"{base}/elements/0/similar?method=euclidean"), 422, "method")
+    problem(client.get(f"{base}/elements/0/similar?limit=0"), 422, "limit")
+    problem(client.get(f"{base}/elements/0/similar?limit=x"), 422, "limit")
+    problem(client.get(f"{base}/elements/0/similar?sort=asc"), 422, "sort")
+
+
+def test_routing_errors_are_problems(client):
+    problem(client.raw.get("/v1/nowhere"), 404)
+    body = problem(client.raw.put("/v1/jobs"), 405)
+    assert body["title"] == "Method Not Allowed"
+    assert "POST" in client.raw.put("/v1/jobs").headers["Allow"]
+
+
+@pytest.mark.parametrize("code", sorted(c for c in default_exceptions if c >= 400))
+def test_every_http_exception_is_a_problem(code):
+    app = create_app({"TESTING": True, "REDIS_URL": None})
+
+    @app.get("/boom")
+    def boom():
+        raise default_exceptions[code]()
+
+    response = app.test_client().get("/boom")
+    problem(response, code)
+    app.extensions["sca"].queue.shutdown()
+
+
+def test_unexpected_exception_is_a_generic_500(caplog):
+    app = create_app({"TESTING": False, "REDIS_URL": None})
+
+    @app.get("/crash")
+    def crash():
+        raise RuntimeError("secret internals")
+
+    response = app.test_client().get("/crash")
+    body = problem(response, 500)
+    assert "secret" not in body["detail"]
+    assert "secret internals" in caplog.text
+    app.extensions["sca"].queue.shutdown()
+
+
+def test_multipart_over_the_limit_is_413(make_client):
+    client = make_client(SCA_MAX_BODY_BYTES=100)
+    form = {"file": (io.BytesIO(b"1,0\n0,1\n" * 50), "S.csv"), "input": "consensus"}
+    problem(client.post("/v1/jobs", data=form, content_type="multipart/form-data"), 413)

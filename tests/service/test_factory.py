@@ -1,0 +1,71 @@
+"""Configuration: defaults, then the environment, then the test mapping."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+from service import create_app
+from service.backend import CeleryQueue
+from worker.embedded import EmbeddedRunner
+from worker.store import MemoryStore, RedisStore
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_embedded_default_without_redis(monkeypatch):
+    monkeypatch.delenv("REDIS_URL", raising=False)
+    app = create_app()
+    backend = app.extensions["sca"]
+    assert backend.embedded and isinstance(backend.store, MemoryStore)
+    assert isinstance(backend.queue, EmbeddedRunner)
+    backend.queue.shutdown()
+
+
+def test_environment_then_test_config(monkeypatch):
+    monkeypatch.setenv("REDIS_URL", "redis://127.0.0.1:1/0")
+    monkeypatch.setenv("SCA_JOB_TTL", "123")
+    monkeypatch.setenv("SCA_MAX_BODY_BYTES", "4096")
+    app = create_app({"SCA_MAX_N": 7})
+    assert app.config["SCA_JOB_TTL"] == 123 and app.config["MAX_CONTENT_LENGTH"] == 4096
+    assert app.config["SCA_MAX_N"] == 7
+    backend = app.extensions["sca"]
+    assert not backend.embedded and isinstance(backend.store, RedisStore)
+    assert backend.store.ttl == 123
+    assert isinstance(backend.queue, CeleryQueue)
+    conf = backend.queue.celery.conf
+    assert conf.broker_url == "redis://127.0.0.1:1/0" and conf.accept_content == ["json"]
+    # Nothing is reachable on port 1: not ready, but still a problem document.
+    response = app.test_client().get("/readyz")
+    assert response.status_code == 503 and response.mimetype == "application/problem+json"
+    assert app.test_client().get("/healthz").status_code == 200
+
+
+def test_compose_file_runs_the_documented_commands():
+    compose = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
+    services = compose["services"]
+    assert set(services) == {"redis", "api", "worker"}
+    assert "service:create_app()" in services["api"]["command"]
+    assert services["api"]["command"][0] == "gunicorn"
+    assert services["worker"]["command"][:4] == ["celery", "-A", "worker", "worker"]
+    for name in services:
+        assert "healthcheck" in services[name]
+    env = services["worker"]["environment"]
+    assert env["OMP_NUM_THREADS"] == "1" and env["OPENBLAS_NUM_THREADS"] == "1"
+    assert env["REDIS_URL"] == services["api"]["environment"]["REDIS_URL"]
+
+
+def test_celery_queue_sends_only_the_job_id():
+    calls = []
+
+    class FakeCelery:
+        def send_task(self, name, kwargs):
+            calls.append((name, kwargs))
+
+            class Result:
+                id = "task-1"
+            return Result()
+
+    assert CeleryQueue(FakeCelery()).submit("job-1") == "task-1"
+    assert calls == [("sca.start", {"job_id": "job-1"})]

@@ -1,0 +1,76 @@
+"""The embedded default: the same stages in this process, on a thread pool.
+
+With no ``REDIS_URL`` the API submits jobs here instead of to Celery.  A job
+runs its stages in order on one pool thread (the ensemble runs one after
+another); other jobs run on the other threads.  Cancelling is cooperative:
+:func:`worker.stages.execute` skips every stage of a job that is no longer
+active, so a cancelled job stops at the next stage or ensemble run.
+"""
+
+from __future__ import annotations
+
+import logging
+from concurrent.futures import Future, ThreadPoolExecutor
+
+from . import stages
+from .store import ArtifactStore
+
+log = logging.getLogger(__name__)
+
+
+def run_job(store: ArtifactStore, job_id: str) -> None:
+    """Every stage a job still needs, in order (what the Celery chain does)."""
+    steps = stages.plan(store, job_id)
+    if steps is None:
+        return
+    for stage in steps["stages"]:
+        if stage == "ensemble":
+            for index, run in enumerate(steps["runs"]):
+                if not stages.execute(store, job_id, "ensemble", index, run):
+                    return
+            if not stages.execute(store, job_id, "ensemble_collect", len(steps["runs"])):
+                return
+        elif not stages.execute(store, job_id, stage):
+            return
+
+
+class EmbeddedRunner:
+    """Runs jobs on a thread pool of ``workers`` threads."""
+
+    def __init__(self, store: ArtifactStore, workers: int = 2):
+        self.store = store
+        self.pool = ThreadPoolExecutor(max_workers=max(1, int(workers)),
+                                       thread_name_prefix="sca-job")
+        self.futures: dict[str, Future] = {}
+
+    def submit(self, job_id: str) -> str:
+        future = self.pool.submit(self._run, job_id)
+        self.futures[job_id] = future
+        return f"embedded-{job_id}"
+
+    def _run(self, job_id: str) -> None:
+        try:
+            run_job(self.store, job_id)
+        except Exception:  # plan() itself failed: record it rather than lose the job
+            log.exception("job %s failed outside a stage", job_id)
+            stages.fail(self.store, job_id, stages.problem_for(RuntimeError(), "ensemble"))
+        finally:
+            self.futures.pop(job_id, None)
+
+    def revoke(self, job_id: str, task_ids=()) -> None:
+        """Cancel a job: queued jobs never start; running ones stop at the next stage."""
+        future = self.futures.get(job_id)
+        if future is not None:
+            future.cancel()
+
+    def wait(self, job_id: str, timeout: float | None = None) -> None:
+        """Block until a job's thread is done (tests)."""
+        future = self.futures.get(job_id)
+        if future is not None:
+            future.result(timeout)
+
+    def ping(self) -> bool:
+        return True
+
+    def shutdown(self) -> None:
+        self.pool.shutdown(wait=False, cancel_futures=True)

@@ -1,0 +1,395 @@
+"""Artifact and job-record store: Redis for deployments, memory for the embedded default.
+
+Arrays travel as ``.npz`` bytes (``np.savez``, read back with
+``allow_pickle=False``), never through the broker.  An artifact larger than
+``chunk_bytes`` is split into several values, because a Redis string holds at
+most 512 MB; its head key then records the number of chunks.  Chunks are
+written before the head, so a reader never sees half an artifact.
+
+Job records are hashes of JSON-encoded fields (counters are plain numbers,
+which are JSON too).  Every key expires ``ttl`` seconds after its last write.
+
+Both stores share this logic through a handful of primitives
+(:class:`ArtifactStore` subclasses implement ``_set``, ``_get`` ...).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import threading
+import time
+from collections.abc import Iterable, Mapping
+
+import numpy as np
+
+_HEAD = b"SCACHUNKS:"
+
+
+class ArtifactMissing(KeyError):
+    """An artifact or JSON value is absent (never written, expired or deleted)."""
+
+
+class ArtifactStore:
+    """Arrays, JSON values and job records under one key prefix with a TTL."""
+
+    def __init__(self, ttl: int = 86_400, chunk_bytes: int = 64 * 1024 * 1024,
+                 prefix: str = "sca:"):
+        if ttl < 1 or chunk_bytes < 1:
+            raise ValueError("ttl and chunk_bytes must be positive")
+        self.ttl = int(ttl)
+        self.chunk_bytes = int(chunk_bytes)
+        self.prefix = prefix
+
+    # -- primitives each backend provides ---------------------------------------------
+    def _set(self, key: str, value: bytes, ttl: int) -> None:
+        raise NotImplementedError
+
+    def _set_many(self, items: list[tuple[str, bytes]], ttl: int) -> None:
+        for key, value in items:
+            self._set(key, value, ttl)
+
+    def _get(self, key: str) -> bytes | None:
+        raise NotImplementedError
+
+    def _peek(self, key: str, size: int) -> bytes | None:
+        """The first ``size`` bytes of a value (None when absent), without reading it all."""
+        value = self._get(key)
+        return None if value is None else value[:size]
+
+    def _delete(self, keys: list[str]) -> None:
+        raise NotImplementedError
+
+    def _expire(self, keys: list[str], ttl: int) -> None:
+        raise NotImplementedError
+
+    def _hset(self, key: str, mapping: dict[str, bytes], ttl: int,
+              expect: tuple[bytes, ...] | None) -> bool:
+        """Set hash fields; with ``expect``, only if the hash exists and its
+        ``status`` field is one of ``expect`` (atomically)."""
+        raise NotImplementedError
+
+    def _hgetall(self, key: str) -> dict[str, bytes]:
+        raise NotImplementedError
+
+    def _hincr(self, key: str, field: str, amount: float) -> float:
+        raise NotImplementedError
+
+    def _sadd(self, key: str, member: str, ttl: int) -> None:
+        raise NotImplementedError
+
+    def _srem(self, key: str, member: str) -> None:
+        raise NotImplementedError
+
+    def _smembers(self, key: str) -> set[str]:
+        raise NotImplementedError
+
+    def ping(self) -> bool:
+        raise NotImplementedError
+
+    # -- arrays ---------------------------------------------------------------------------
+    def _key(self, name: str) -> str:
+        return self.prefix + name
+
+    def save_arrays(self, name: str, arrays: Mapping[str, np.ndarray],
+                    ttl: int | None = None) -> int:
+        """Store ``arrays`` as one ``.npz`` artifact; returns its size in bytes."""
+        arrays = {k: np.asarray(v) for k, v in arrays.items()}
+        for key, value in arrays.items():
+            if value.dtype.hasobject:
+                raise ValueError(f"artifact {name}: array {key!r} has object dtype (would pickle)")
+        buffer = io.BytesIO()
+        np.savez(buffer, **arrays)
+        data = buffer.getbuffer()
+        self.save_bytes(name, data, ttl)
+        return data.nbytes
+
+    def load_arrays(self, name: str) -> dict[str, np.ndarray]:
+        data = self.load_bytes(name)
+        with np.load(io.BytesIO(data), allow_pickle=False) as npz:
+            return {k: npz[k] for k in npz.files}
+
+    def save_bytes(self, name: str, data, ttl: int | None = None) -> None:
+        ttl = self.ttl if ttl is None else int(ttl)
+        key = self._key(name)
+        view = memoryview(data).cast("B")
+        if view.nbytes <= self.chunk_bytes:
+            self._set(key, bytes(view), ttl)
+            return
+        count = -(-view.nbytes // self.chunk_bytes)
+        for i in range(count):
+            chunk = bytes(view[i * self.chunk_bytes:(i + 1) * self.chunk_bytes])
+            self._set(f"{key}:chunk:{i}", chunk, ttl)
+        self._set(key, _HEAD + str(count).encode(), ttl)
+
+    def load_bytes(self, name: str) -> bytes:
+        key = self._key(name)
+        head = self._get(key)
+        if head is None:
+            raise ArtifactMissing(name)
+        if not head.startswith(_HEAD):
+            return head
+        count = int(head[len(_HEAD):])
+        parts = []
+        for i in range(count):
+            part = self._get(f"{key}:chunk:{i}")
+            if part is None:
+                raise ArtifactMissing(f"{name} (chunk {i})")
+            parts.append(part)
+        return b"".join(parts)
+
+    def _artifact_keys(self, name: str) -> list[str]:
+        key = self._key(name)
+        keys = [key]
+        if self._peek(key, len(_HEAD)) == _HEAD:
+            head = self._get(key) or b""
+            if head.startswith(_HEAD):
+                keys += [f"{key}:chunk:{i}" for i in range(int(head[len(_HEAD):]))]
+        return keys
+
+    def has(self, name: str) -> bool:
+        return self._peek(self._key(name), 1) is not None
+
+    def delete(self, *names: str) -> None:
+        keys = [k for name in names for k in self._artifact_keys(name)]
+        if keys:
+            self._delete(keys)
+
+    def touch(self, *names: str, ttl: int | None = None) -> None:
+        """Restart the TTL of existing artifacts (cache hits keep them alive)."""
+        keys = [k for name in names for k in self._artifact_keys(name)]
+        if keys:
+            self._expire(keys, self.ttl if ttl is None else int(ttl))
+
+    # -- JSON values ------------------------------------------------------------------------
+    def save_json(self, name: str, value, ttl: int | None = None) -> None:
+        self.save_bytes(name, json.dumps(value, separators=(",", ":")).encode(), ttl)
+
+    def load_json(self, name: str):
+        return json.loads(self.load_bytes(name))
+
+    # -- job records ------------------------------------------------------------------------
+    def _job_key(self, job_id: str) -> str:
+        return self._key(f"job:{job_id}")
+
+    def create_job(self, job_id: str, fields: Mapping) -> None:
+        self._hset(self._job_key(job_id), _encode(fields), self.ttl, None)
+
+    def get_job(self, job_id: str) -> dict | None:
+        raw = self._hgetall(self._job_key(job_id))
+        if not raw:
+            return None
+        return {k: json.loads(v) for k, v in raw.items()}
+
+    def update_job(self, job_id: str, fields: Mapping,
+                   expect: Iterable[str] | None = None) -> bool:
+        """Set fields of an existing job; with ``expect``, only while its status is one of them.
+
+        Returns whether the update happened.
+        """
+        expected = None if expect is None else tuple(json.dumps(s).encode() for s in expect)
+        return self._hset(self._job_key(job_id), _encode(fields), self.ttl,
+                          expected if expected is not None else ())
+
+    def incr_job(self, job_id: str, field: str, amount: float = 1) -> float:
+        return self._hincr(self._job_key(job_id), field, amount)
+
+    def delete_job(self, job_id: str) -> None:
+        self._delete([self._job_key(job_id), self._job_key(job_id) + ":tasks"])
+
+    def add_task(self, job_id: str, task_id: str) -> None:
+        self._sadd(self._job_key(job_id) + ":tasks", task_id, self.ttl)
+
+    def remove_task(self, job_id: str, task_id: str) -> None:
+        self._srem(self._job_key(job_id) + ":tasks", task_id)
+
+    def job_tasks(self, job_id: str) -> set[str]:
+        return self._smembers(self._job_key(job_id) + ":tasks")
+
+
+def _encode(fields: Mapping) -> dict[str, bytes]:
+    return {k: json.dumps(v, separators=(",", ":")).encode() for k, v in fields.items()}
+
+
+# Sets hash fields if the hash exists and (when given) its status is expected.
+# KEYS[1] hash; ARGV: ttl, n_expected, expected..., field, value, field, value...
+_HSET_SCRIPT = """
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+local n = tonumber(ARGV[2])
+if n > 0 then
+  local status = redis.call('HGET', KEYS[1], 'status')
+  local ok = false
+  for i = 3, 2 + n do if status == ARGV[i] then ok = true end end
+  if not ok then return 0 end
+end
+for i = 3 + n, #ARGV, 2 do redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1]) end
+redis.call('EXPIRE', KEYS[1], ARGV[1])
+return 1
+"""
+
+
+class RedisStore(ArtifactStore):
+    """The store on a Redis server (shared by the API and every worker)."""
+
+    def __init__(self, client, **kwargs):
+        super().__init__(**kwargs)
+        self.client = client
+        self._hset_script = client.register_script(_HSET_SCRIPT)
+
+    @classmethod
+    def from_url(cls, url: str, **kwargs) -> "RedisStore":
+        import redis
+
+        return cls(redis.Redis.from_url(url, health_check_interval=30), **kwargs)
+
+    def _set(self, key, value, ttl):
+        self.client.set(key, value, ex=ttl)
+
+    def _get(self, key):
+        return self.client.get(key)
+
+    def _peek(self, key, size):
+        with self.client.pipeline(transaction=False) as pipe:
+            pipe.exists(key)
+            pipe.getrange(key, 0, size - 1)
+            exists, prefix = pipe.execute()
+        return prefix if exists else None
+
+    def _delete(self, keys):
+        self.client.delete(*keys)
+
+    def _expire(self, keys, ttl):
+        with self.client.pipeline(transaction=False) as pipe:
+            for key in keys:
+                pipe.expire(key, ttl)
+            pipe.execute()
+
+    def _hset(self, key, mapping, ttl, expect):
+        if expect is None:
+            with self.client.pipeline() as pipe:
+                pipe.hset(key, mapping=mapping)
+                pipe.expire(key, ttl)
+                pipe.execute()
+            return True
+        args = [ttl, len(expect), *expect]
+        for field, value in mapping.items():
+            args += [field, value]
+        return bool(self._hset_script(keys=[key], args=args))
+
+    def _hgetall(self, key):
+        return {k.decode(): v for k, v in self.client.hgetall(key).items()}
+
+    def _hincr(self, key, field, amount):
+        if float(amount).is_integer():
+            return self.client.hincrby(key, field, int(amount))
+        return float(self.client.hincrbyfloat(key, field, amount))
+
+    def _sadd(self, key, member, ttl):
+        with self.client.pipeline() as pipe:
+            pipe.sadd(key, member)
+            pipe.expire(key, ttl)
+            pipe.execute()
+
+    def _srem(self, key, member):
+        self.client.srem(key, member)
+
+    def _smembers(self, key):
+        return {m.decode() for m in self.client.smembers(key)}
+
+    def ping(self):
+        return bool(self.client.ping())
+
+
+class MemoryStore(ArtifactStore):
+    """An in-process store with the same behaviour (the embedded default, tests)."""
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self._data: dict[str, tuple[object, float]] = {}
+        self._lock = threading.RLock()
+
+    def _live(self, key):
+        item = self._data.get(key)
+        if item is None:
+            return None
+        if item[1] <= time.monotonic():
+            del self._data[key]
+            return None
+        return item[0]
+
+    def _put(self, key, value, ttl):
+        self._data[key] = (value, time.monotonic() + ttl)
+
+    def _set(self, key, value, ttl):
+        with self._lock:
+            self._put(key, bytes(value), ttl)
+
+    def _get(self, key):
+        with self._lock:
+            value = self._live(key)
+            return value if isinstance(value, bytes) else None
+
+    def _delete(self, keys):
+        with self._lock:
+            for key in keys:
+                self._data.pop(key, None)
+
+    def _expire(self, keys, ttl):
+        with self._lock:
+            for key in keys:
+                value = self._live(key)
+                if value is not None:
+                    self._put(key, value, ttl)
+
+    def _hset(self, key, mapping, ttl, expect):
+        with self._lock:
+            current = self._live(key)
+            if expect is not None:
+                if current is None:
+                    return False
+                if expect and current.get("status") not in expect:
+                    return False
+            record = dict(current or {})
+            record.update(mapping)
+            self._put(key, record, ttl)
+            return True
+
+    def _hgetall(self, key):
+        with self._lock:
+            return dict(self._live(key) or {})
+
+    def _hincr(self, key, field, amount):
+        with self._lock:
+            record = self._live(key)
+            if record is None:
+                return amount
+            value = json.loads(record.get(field, b"0")) + amount
+            record[field] = json.dumps(value).encode()
+            return value
+
+    def _sadd(self, key, member, ttl):
+        with self._lock:
+            members = set(self._live(key) or ())
+            members.add(member)
+            self._put(key, members, ttl)
+
+    def _srem(self, key, member):
+        with self._lock:
+            members = self._live(key)
+            if members:
+                members.discard(member)
+
+    def _smembers(self, key):
+        with self._lock:
+            return set(self._live(key) or ())
+
+    def ping(self):
+        return True
+
+
+def store_from_settings(settings: Mapping) -> ArtifactStore:
+    """A :class:`RedisStore` when ``REDIS_URL`` is set, else a :class:`MemoryStore`."""
+    kwargs = {"ttl": int(settings["SCA_JOB_TTL"]), "chunk_bytes": int(settings["SCA_CHUNK_BYTES"]),
+              "prefix": settings.get("SCA_KEY_PREFIX", "sca:")}
+    url = settings.get("REDIS_URL")
+    return RedisStore.from_url(url, **kwargs) if url else MemoryStore(**kwargs)

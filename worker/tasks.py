@@ -1,0 +1,95 @@
+"""Named Celery tasks: thin wrappers over :mod:`worker.stages`.
+
+Every task takes a job id and small JSON options, never arrays: the stages
+read and write artifacts in the store.  ``sca.start`` (the one task the API
+sends) looks at the cache and enqueues what is left as a chain
+
+    chord(group(sca.ensemble_run x r), sca.ensemble_collect) | sca.balance
+        | sca.spectrum | sca.iterate
+
+(stages whose artifacts are cached are left out).  A task that finds its job
+cancelled or failed raises ``Ignore``, which stops the rest of the chain.
+"""
+
+from __future__ import annotations
+
+from celery import chain, chord, group
+from celery.exceptions import Ignore
+
+from . import stages
+from .celery_app import app, get_store
+
+
+def _run_stage(task, job_id: str, stage: str, *args) -> dict:
+    store = get_store(task.app)
+    task_id = task.request.id
+    if task_id:
+        store.add_task(job_id, task_id)
+    try:
+        ok = stages.execute(store, job_id, stage, *args)
+    finally:
+        if task_id:
+            store.remove_task(job_id, task_id)
+    if not ok:
+        raise Ignore()
+    return {"job_id": job_id, "stage": stage}
+
+
+@app.task(name="sca.ensemble_run", bind=True)
+def ensemble_run(self, job_id: str, index: int, run: dict) -> dict:
+    """One clustering of the ensemble (``run`` = ``{algorithm, k, seed}``)."""
+    return _run_stage(self, job_id, "ensemble", int(index), dict(run))
+
+
+@app.task(name="sca.ensemble_collect", bind=True)
+def ensemble_collect(self, job_id: str, total: int) -> dict:
+    """Chord callback: the membership operator of the ``total`` runs."""
+    return _run_stage(self, job_id, "ensemble_collect", int(total))
+
+
+@app.task(name="sca.balance", bind=True)
+def balance(self, job_id: str) -> dict:
+    return _run_stage(self, job_id, "balancing")
+
+
+@app.task(name="sca.spectrum", bind=True)
+def spectrum(self, job_id: str) -> dict:
+    return _run_stage(self, job_id, "spectral")
+
+
+@app.task(name="sca.iterate", bind=True)
+def iterate(self, job_id: str) -> dict:
+    return _run_stage(self, job_id, "iteration")
+
+
+STAGE_TASKS = {"balancing": balance, "spectral": spectrum, "iteration": iterate}
+
+
+def job_canvas(job_id: str, steps: dict):
+    """The chain of signatures for the stages in ``steps`` (from :func:`stages.plan`)."""
+    signatures = []
+    for stage in steps["stages"]:
+        if stage == "ensemble":
+            runs = steps["runs"]
+            header = group(ensemble_run.si(job_id, i, run) for i, run in enumerate(runs))
+            signatures.append(chord(header, ensemble_collect.si(job_id, len(runs))))
+        else:
+            signatures.append(STAGE_TASKS[stage].si(job_id))
+    return chain(*signatures) if signatures else None
+
+
+@app.task(name="sca.start", bind=True)
+def start(self, job_id: str) -> dict:
+    """Plan a job against the cache and enqueue the stages it still needs."""
+    store = get_store(self.app)
+    try:
+        steps = stages.plan(store, job_id)
+    except Exception as exc:
+        stages.fail(store, job_id, stages.problem_for(exc, "ensemble"))
+        raise Ignore() from None
+    if steps is None:
+        raise Ignore()
+    canvas = job_canvas(job_id, steps)
+    if canvas is not None:
+        canvas.apply_async()
+    return {"job_id": job_id, "stages": steps["stages"]}
