@@ -104,16 +104,19 @@ def membership_matrix(labels, field: str = "labels") -> sp.csr_array:
         raise SCAError(f"{field} must hold integers, got dtype {L.dtype}", field)
     n, r = L.shape
     index_dtype = np.int32 if n * r < 2**31 else np.int64
-    columns = np.empty((n, r), dtype=index_dtype)
+    runs = np.ascontiguousarray(L.T)  # one run per row: contiguous per-run passes
+    columns = np.empty((r, n), dtype=index_dtype)
     offset = 0
     for j in range(r):
-        present = L[:, j] >= 0
-        codes, used = _codes(L[:, j], present)
+        present = runs[j] >= 0
+        codes, used = _codes(runs[j], present)
         codes[present] += offset
-        columns[:, j] = codes
+        columns[j] = codes
         offset += used
+    del runs
     if offset >= np.iinfo(index_dtype).max:
         columns = columns.astype(np.int64)
+    columns = np.ascontiguousarray(columns.T)  # back to one row per element
     keep = columns >= 0
     counts = keep.sum(axis=1)
     if np.any(counts == 0):

@@ -77,3 +77,19 @@ def test_residual_stalled_at_rounding_level_counts_as_converged(baseball, monkey
     with pytest.raises(sca.BalancingError):
         monkeypatch.setattr(module, "_STALL_STEPS", 10**6)
         sca.balance(baseball, tol=tol, max_iter=200)
+
+
+def test_over_relaxation_falls_back_when_it_overshoots(baseball, monkeypatch):
+    import sys
+    module = sys.modules["sca.balance"]
+    plain = None
+    for omega in (1.0, 1.4, 1.99):
+        monkeypatch.setattr(module, "OVERRELAXATION", omega)
+        result = sca.balance(baseball)
+        assert result.converged and result.residual <= 1e-12
+        assert np.allclose(result.P.to_dense().sum(axis=1), 1, atol=1e-12)
+        if plain is None:
+            plain = result
+        assert np.allclose(result.d, plain.d, rtol=1e-9)  # the same unique scaling
+    monkeypatch.setattr(module, "OVERRELAXATION", 1.4)
+    assert sca.balance(baseball).iterations < plain.iterations
