@@ -8,6 +8,7 @@ and stops it afterwards.  The session gets its own database index
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import socket
@@ -23,9 +24,11 @@ ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "data"
 TEST_DB = int(os.environ.get("SCA_TEST_REDIS_DB", "13"))
 
-BASEBALL_IDS = ["Rose", "Cobb", "Fisk", "Ott", "Ruth", "Mays"]
-BASEBALL_S = [[100, 67, 73, 2, 0, 2], [67, 100, 50, 1, 2, 7], [73, 50, 100, 15, 9, 24],
-              [2, 1, 15, 100, 92, 82], [0, 2, 9, 92, 100, 77], [2, 7, 24, 82, 77, 100]]
+# The paper's baseball consensus (data/baseball/S.csv: a header row of ids).
+_BASEBALL = (DATA / "baseball" / "S.csv").read_text().split()
+BASEBALL_IDS = _BASEBALL[0].split(",")
+BASEBALL_S = [[int(v) for v in row.split(",")] for row in _BASEBALL[1:]]
+BASEBALL_PAPER = json.loads((DATA / "baseball" / "paper.json").read_text())
 
 
 def free_port() -> int:

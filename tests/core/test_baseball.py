@@ -5,34 +5,15 @@ import pytest
 
 import sca
 
-from .conftest import BASEBALL_IDS, BASEBALL_S
+from .conftest import BASEBALL_IDS, BASEBALL_PAPER, BASEBALL_S
 
-# The paper's P to four places, with P(Ruth, Cobb) = 0.0082 by symmetry
-# (the paper prints 0.01082 there, while P(Cobb, Ruth) = 0.0082).
-PAPER_P = np.array([
-    [0.4131, 0.2935, 0.2786, 0.0075, 0.0, 0.0075],
-    [0.2935, 0.4644, 0.2023, 0.0040, 0.0082, 0.0277],
-    [0.2786, 0.2023, 0.3525, 0.0517, 0.0323, 0.0826],
-    [0.0075, 0.0040, 0.0517, 0.3374, 0.3233, 0.2761],
-    [0.0, 0.0082, 0.0323, 0.3233, 0.3660, 0.2701],
-    [0.0075, 0.0277, 0.0826, 0.2761, 0.2701, 0.3361],
-])
-PAPER_EIGENVALUES = [1.0000, 0.8670, 0.2078, 0.1095, 0.0598, 0.0254]
-# Table 3.1: x_t for t = 0..7 from the paper's random x_0.
-PAPER_TRACE = np.array([
-    [0.2334, 0.2595, 0.0364, 0.2617, 0.1812, 0.0279],
-    [0.1848, 0.1997, 0.1520, 0.1592, 0.1618, 0.1425],
-    [0.1795, 0.1836, 0.1707, 0.1554, 0.1557, 0.1550],
-    [0.1779, 0.1787, 0.1732, 0.1565, 0.1561, 0.1576],
-    [0.1765, 0.1765, 0.1729, 0.1578, 0.1574, 0.1589],
-    [0.1752, 0.1751, 0.1722, 0.1590, 0.1586, 0.1600],
-    [0.1741, 0.1739, 0.1715, 0.1600, 0.1597, 0.1609],
-    [0.1731, 0.1729, 0.1709, 0.1609, 0.1606, 0.1616],
-])
-PAPER_CLUSTERS = [
-    [["Rose", "Cobb", "Ott", "Ruth"], ["Fisk", "Mays"]],
-    [["Rose", "Cobb"], ["Fisk", "Ott", "Ruth", "Mays"]],
-] + [[["Rose", "Cobb", "Fisk"], ["Ott", "Ruth", "Mays"]]] * 6
+# The paper's printed figures (data/baseball/paper.json).  P(Ruth, Cobb) is
+# printed 0.01082 where symmetry gives 0.0082, the value printed for (Cobb, Ruth).
+PAPER_P = np.array(BASEBALL_PAPER["P"])
+PAPER_P[4, 1] = PAPER_P[1, 4]
+PAPER_EIGENVALUES = BASEBALL_PAPER["eigenvalues"]
+PAPER_TRACE = np.array(BASEBALL_PAPER["trace"]["x"])
+PAPER_CLUSTERS = BASEBALL_PAPER["trace"]["clusters"]
 
 
 def test_balanced_matrix_matches_paper_to_four_places(baseball):
@@ -67,7 +48,7 @@ def test_trace_from_papers_start_matches_table(baseball):
     assert [sorted(map(sorted, c)) for c in clusters] == \
         [sorted(map(sorted, c)) for c in PAPER_CLUSTERS]
     # Identical from t = 2 on: with stable = 6 the answer is fixed at t = 7.
-    assert result.iterations == 7
+    assert result.iterations == BASEBALL_PAPER["trace"]["stop"] == 7
     assert result.labels.tolist() == [0, 0, 0, 1, 1, 1]
 
 
@@ -75,7 +56,7 @@ def test_cluster_result_speaks_in_ids():
     out = sca.cluster(consensus=BASEBALL_S, ids=BASEBALL_IDS,
                       options={"split": "gaps", "rule": "perron"})
     assert out["k"] == 2
-    assert out["clusters"] == [["Rose", "Cobb", "Fisk"], ["Ott", "Ruth", "Mays"]]
+    assert out["clusters"] == BASEBALL_PAPER["clusters"]
     assert out["labels"] == [0, 0, 0, 1, 1, 1]
     assert out["eigenvalues"] == sorted(out["eigenvalues"], reverse=True)
     assert set(out["timings"]) >= {"balancing", "spectral", "iteration"}

@@ -20,11 +20,8 @@ def run(*args, ok=True):
 
 
 @pytest.fixture
-def baseball_csv(tmp_path):
-    path = tmp_path / "S.csv"
-    rows = [",".join(BASEBALL_IDS)] + [",".join(str(int(v)) for v in row) for row in BASEBALL_S]
-    path.write_text("\n".join(rows) + "\n")
-    return path
+def baseball_csv():
+    return DATA / "baseball" / "S.csv"
 
 
 def test_cluster_consensus_csv_with_id_header(baseball_csv):
