@@ -2,44 +2,24 @@
 
 from __future__ import annotations
 
+import json
 import numpy as np
 
 import sca
 
-from .common import Markdown, log
+from .common import DATA, Markdown, log
 
-PLAYERS = ["Rose", "Cobb", "Fisk", "Ott", "Ruth", "Mays"]
-BASEBALL_S = np.array([
-    [100, 67, 73, 2, 0, 2],
-    [67, 100, 50, 1, 2, 7],
-    [73, 50, 100, 15, 9, 24],
-    [2, 1, 15, 100, 92, 82],
-    [0, 2, 9, 92, 100, 77],
-    [2, 7, 24, 82, 77, 100],
-], dtype=float)
-# P as printed in the paper (with its 0.01082 at (Ruth, Cobb)).
-PAPER_P = [
-    ["0.4131", "0.2935", "0.2786", "0.0075", "0", "0.0075"],
-    ["0.2935", "0.4644", "0.2023", "0.0040", "0.0082", "0.0277"],
-    ["0.2786", "0.2023", "0.3525", "0.0517", "0.0323", "0.0826"],
-    ["0.0075", "0.0040", "0.0517", "0.3374", "0.3233", "0.2761"],
-    ["0", "0.01082", "0.0323", "0.3233", "0.3660", "0.2701"],
-    ["0.0075", "0.0277", "0.0826", "0.2761", "0.2701", "0.3361"],
-]
-PAPER_EIGENVALUES = [1.0000, 0.8670, 0.2078, 0.1095, 0.0598, 0.0254]
-PAPER_TRACE = np.array([
-    [0.2334, 0.2595, 0.0364, 0.2617, 0.1812, 0.0279],
-    [0.1848, 0.1997, 0.1520, 0.1592, 0.1618, 0.1425],
-    [0.1795, 0.1836, 0.1707, 0.1554, 0.1557, 0.1550],
-    [0.1779, 0.1787, 0.1732, 0.1565, 0.1561, 0.1576],
-    [0.1765, 0.1765, 0.1729, 0.1578, 0.1574, 0.1589],
-    [0.1752, 0.1751, 0.1722, 0.1590, 0.1586, 0.1600],
-    [0.1741, 0.1739, 0.1715, 0.1600, 0.1597, 0.1609],
-    [0.1731, 0.1729, 0.1709, 0.1609, 0.1606, 0.1616],
-])
-PAPER_TRACE_CLUSTERS = (
-    ["{Rose, Cobb, Ott, Ruth} {Fisk, Mays}", "{Rose, Cobb} {Fisk, Ott, Ruth, Mays}"]
-    + ["{Rose, Cobb, Fisk} {Ott, Ruth, Mays}"] * 6)
+# The paper's printed figures (data/baseball): S, P as printed (with its
+# 0.01082 at (Ruth, Cobb)), the eigenvalues and Table 3.1.
+_PAPER = json.loads((DATA / "baseball" / "paper.json").read_text())
+PLAYERS = _PAPER["ids"]
+BASEBALL_S = np.loadtxt(DATA / "baseball" / "S.csv", delimiter=",", skiprows=1)
+PAPER_P = [["0" if v == 0 else f"{v:.4f}" if round(v, 4) == v else repr(v) for v in row]
+           for row in _PAPER["P"]]
+PAPER_EIGENVALUES = _PAPER["eigenvalues"]
+PAPER_TRACE = np.array(_PAPER["trace"]["x"])
+PAPER_TRACE_CLUSTERS = [" ".join("{" + ", ".join(c) + "}" for c in step)
+                        for step in _PAPER["trace"]["clusters"]]
 
 
 def fours(values, sep: str = " ") -> str:
