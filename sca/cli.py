@@ -5,6 +5,10 @@ Examples
 sca cluster --data X.csv --ensemble nmf:2,3x50 --ensemble kmeans:3x100 --seed 1
 sca cluster --consensus S.csv --split gaps --rule perron --trace
 sca custom --data X.csv --ensemble nmf:6x100 --element 2 --min-size 5 --max-size 8
+sca cluster --consensus S.csv --starts 20 --plots plots/   # PNG plots beside the JSON
+sca submit --url http://127.0.0.1:8000 --consensus S.csv    # on the service (sca.remote)
+
+On a terminal, ``sca cluster`` draws a progress bar by stage on standard error.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from .errors import SCAError
 from .io import read_ids, read_matrix_file
 from .pipeline import (DEFAULTS, build_operator, check_ids, custom_result, prepare,
                        result_dict, run_stages)
+from .progress import StageProgress
 
 _ENSEMBLE = re.compile(r"^(kmeans|nmf):(\d+(?:,\d+)*)x(\d+)$")
 
@@ -75,6 +80,13 @@ def add_commands(sub) -> None:
     u.add_argument("--min-size", type=int, required=True)
     u.add_argument("--max-size", type=int, required=True)
     u.add_argument("--limit", type=int, help="how many ranked elements to print")
+    for command in (c, u):
+        command.add_argument("--plots", metavar="DIR",
+                             help="also save the plots (sca.plots) in DIR; needs matplotlib")
+        command.add_argument("--plot-format", choices=["png", "svg", "both"], default="png")
+    from .remote import add_submit_command
+
+    add_submit_command(sub)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -113,22 +125,42 @@ def run(args) -> dict:
     inputs, ids = _inputs(args)
     options = _options(args)
     timings: dict = {}
-    S, X = build_operator(seed=args.seed, timings=timings, **inputs)
-    ids = check_ids(ids, S.n)
-    if args.command == "custom":
-        balanced, spec = prepare(S, options, timings)
-        return custom_result(balanced.P, args.element, ids, spec.k, args.min_size,
-                             args.max_size, args.max_iterations, X, args.limit)
-    balanced, spec, result, timings = run_stages(S, options, timings)
+    with StageProgress() as bar:  # draws only when standard error is a terminal
+        S, X = build_operator(seed=args.seed, timings=timings, progress=bar, **inputs)
+        ids = check_ids(ids, S.n)
+        if args.command == "custom":
+            balanced, spec = prepare(S, options, timings, bar)
+            out = custom_result(balanced.P, args.element, ids, spec.k, args.min_size,
+                                args.max_size, args.max_iterations, X, args.limit)
+            _plots(args, None, custom=out)
+            return out
+        balanced, spec, result, timings = run_stages(S, options, timings, bar)
     out = result_dict(S, balanced, spec, result, ids, timings)
+    _plots(args, out, S=S, P=balanced.P, ids=ids)
     if args.truth:
         truth, _ = read_matrix_file(args.truth, "truth")
         out["evaluation"] = evaluate(result.labels, np.asarray(truth).ravel())
     return out
 
 
+def _plots(args, result, **inputs) -> None:
+    """``--plots DIR``: every plot the command can draw, as PNG and/or SVG."""
+    directory = getattr(args, "plots", None)
+    if not directory:
+        return
+    from .plots import save_plots
+
+    formats = ("png", "svg") if args.plot_format == "both" else (args.plot_format,)
+    written = save_plots(directory, result, formats=formats, seed=args.seed, **inputs)
+    print(f"sca {args.command}: wrote {len(written)} plots to {directory}", file=sys.stderr)
+
+
 def execute(args) -> int:
     """Run a parsed ``cluster`` / ``custom`` command: JSON to stdout, errors to stderr."""
+    if args.command == "submit":
+        from .remote import run_submit
+
+        return run_submit(args)
     try:
         out = run(args)
     except SCAError as exc:

@@ -117,26 +117,36 @@ def _options(options: dict | None) -> dict:
     return opts
 
 
-def prepare(S, options: dict | None = None, timings: dict | None = None):
-    """Balancing and spectrum of S: ``(balanced, spectrum_result)``."""
+def prepare(S, options: dict | None = None, timings: dict | None = None, progress=None):
+    """Balancing and spectrum of S: ``(balanced, spectrum_result)``.
+
+    ``progress(stage, fraction)``, when given, is called as each stage starts.
+    """
     opts = _options(options)
     timings = {} if timings is None else timings
+    if progress is not None:
+        progress("balancing", 0.0)
     with timed(timings, "balancing"):
         balanced = balance(S, tol=opts["tol"], max_iter=opts["balance_max_iterations"])
+    if progress is not None:
+        progress("spectral", 0.0)
     with timed(timings, "spectral"):
         spec = spectrum(balanced.P, k=opts["k"], k_hat=opts["k_hat"], min_k=opts["min_k"],
                         max_k=opts["max_k"], rule=opts["rule"])
     return balanced, spec
 
 
-def run_stages(S, options: dict | None = None, timings: dict | None = None):
+def run_stages(S, options: dict | None = None, timings: dict | None = None, progress=None):
     """Balancing, spectrum and iteration on operator S.
 
-    Returns ``(balanced, spectrum_result, iteration_result, timings)``.
+    Returns ``(balanced, spectrum_result, iteration_result, timings)``;
+    ``progress(stage, fraction)`` is called as each stage starts.
     """
     opts = _options(options)
     timings = {} if timings is None else timings
-    balanced, spec = prepare(S, opts, timings)
+    balanced, spec = prepare(S, opts, timings, progress)
+    if progress is not None:
+        progress("iteration", 0.0)
     with timed(timings, "iteration"):
         result = iterate(balanced.P, spec.k, seed=opts["seed"], starts=opts["starts"],
                          stable=opts["stable"], max_iterations=opts["max_iterations"],
@@ -194,7 +204,7 @@ def cluster(ids=None, options=None, progress=None, **inputs) -> dict:
     seed = (options or {}).get("seed", 0)
     S, _ = build_operator(seed=seed, timings=timings, progress=progress, **inputs)
     ids = check_ids(ids, S.n)
-    balanced, spec, result, timings = run_stages(S, options, timings)
+    balanced, spec, result, timings = run_stages(S, options, timings, progress)
     return result_dict(S, balanced, spec, result, ids, timings)
 
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from flask import Flask
 
-from . import backend, config, errors
+from . import auth, backend, config, errors, limits
 
-BLUEPRINTS = ("service.health", "service.jobs")
+BLUEPRINTS = ("service.health", "service.jobs", "service.plots", "service.view")
 
 
 def create_app(test_config=None) -> Flask:
@@ -22,7 +22,8 @@ def create_app(test_config=None) -> Flask:
     app.config["MAX_FORM_MEMORY_SIZE"] = app.config["SCA_MAX_BODY_BYTES"]
     app.json.sort_keys = False
     errors.init_app(app)
-    backend.init_app(app)
+    auth.init_app(app)
+    limits.init_app(app, backend.init_app(app).store)
     for name in BLUEPRINTS:
         app.register_blueprint(importlib.import_module(name).bp)
     return app

@@ -27,12 +27,16 @@ class CeleryQueue:
     """Submits jobs to Celery workers by task name."""
 
     START_TASK = "sca.start"
+    RETRY_POLICY = {"max_retries": 2, "interval_start": 0.2, "interval_step": 0.3,
+                    "interval_max": 0.5}
 
     def __init__(self, celery):
         self.celery = celery
 
     def submit(self, job_id: str) -> str:
-        result = self.celery.send_task(self.START_TASK, kwargs={"job_id": job_id})
+        # Fail fast (503) when Redis is away rather than hold the request.
+        result = self.celery.send_task(self.START_TASK, kwargs={"job_id": job_id},
+                                       retry=True, retry_policy=self.RETRY_POLICY)
         return result.id
 
     def revoke(self, job_id: str, task_ids=()) -> None:
@@ -68,11 +72,11 @@ class OperatorCache:
 
 
 class Backend:
-    def __init__(self, store: ArtifactStore, queue, embedded: bool):
+    def __init__(self, store: ArtifactStore, queue, embedded: bool, size: int = 32):
         self.store = store
         self.queue = queue
         self.embedded = embedded
-        self.operators = OperatorCache()
+        self.operators = OperatorCache(size)
 
 
 def init_app(app) -> Backend:
@@ -92,7 +96,7 @@ def init_app(app) -> Backend:
             queue = CeleryQueue(create_celery(settings))
     if embedded and not isinstance(store, MemoryStore) and config.get("SCA_STORE") is None:
         raise RuntimeError("the embedded default needs the in-memory store")
-    backend = Backend(store, queue, embedded)
+    backend = Backend(store, queue, embedded, int(config.get("SCA_QUERY_CACHE_ITEMS") or 32))
     app.extensions["sca"] = backend
     return backend
 

@@ -34,6 +34,11 @@ def parser() -> argparse.ArgumentParser:
 
 def serve(host: str, port: int, workers: int | None = None, threads: int = 8) -> int:
     embedded = not os.environ.get("REDIS_URL")
+    if not (os.environ.get("SCA_API_KEYS") or os.environ.get("SCA_API_KEYS_FILE")):
+        print("sca serve: no API keys (SCA_API_KEYS, SCA_API_KEYS_FILE): the API is open to "
+              "anyone who can reach it" + ("" if embedded else
+                                           "; refused with REDIS_URL unless "
+                                           "SCA_ALLOW_ANONYMOUS=1"), file=sys.stderr)
     if embedded:
         workers = 1
         print(f"sca serve: embedded default (no REDIS_URL): jobs run in this process, "

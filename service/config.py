@@ -34,6 +34,17 @@ DEFAULTS = {
     "SCA_TASK_TIME_LIMIT": 3_000,
     "SCA_TASK_SOFT_TIME_LIMIT": 2_900,
     "SCA_VISIBILITY_TIMEOUT": 3_600,
+    "SCA_REDIS_TIMEOUT": 10,
+    # Access: API keys (comma-separated, and/or one per line in a file).  With
+    # REDIS_URL the API refuses to start without keys unless SCA_ALLOW_ANONYMOUS=1.
+    "SCA_API_KEYS": None,
+    "SCA_API_KEYS_FILE": None,
+    "SCA_ALLOW_ANONYMOUS": 0,
+    # Per key: requests per second, and jobs queued or running (429 beyond; 0 = off).
+    "SCA_RATE_LIMIT": 100,
+    "SCA_MAX_ACTIVE_JOBS": 20,
+    # Balanced operators (and small job facts) kept in each API process for queries.
+    "SCA_QUERY_CACHE_ITEMS": 32,
 }
 
 LIMITS = ("SCA_MAX_N", "SCA_MAX_DENSE_N", "SCA_MAX_M", "SCA_MAX_RUNS", "SCA_MAX_K",
@@ -55,5 +66,6 @@ def from_env(environ=None) -> dict:
 def worker_settings(config) -> dict:
     """The subset of the Flask config that the worker package understands."""
     names = ("REDIS_URL", "SCA_JOB_TTL", "SCA_CHUNK_BYTES", "SCA_KEY_PREFIX",
-             "SCA_TASK_TIME_LIMIT", "SCA_TASK_SOFT_TIME_LIMIT", "SCA_VISIBILITY_TIMEOUT")
+             "SCA_TASK_TIME_LIMIT", "SCA_TASK_SOFT_TIME_LIMIT", "SCA_VISIBILITY_TIMEOUT",
+             "SCA_REDIS_TIMEOUT")
     return {name: config.get(name) for name in names}

@@ -27,6 +27,14 @@ log = logging.getLogger(__name__)
 
 PROBLEM_BASE = "https://sca.invalid/problems/"
 
+try:  # errors of a store that is unreachable for a while (retried, never a failed job)
+    from redis.exceptions import ConnectionError as _RedisConnectionError
+    from redis.exceptions import TimeoutError as _RedisTimeoutError
+
+    TRANSIENT: tuple = (_RedisConnectionError, _RedisTimeoutError)
+except ImportError:  # pragma: no cover - redis is a dependency
+    TRANSIENT = ()
+
 
 def _keys(record) -> dict:
     h = record["hashes"]
@@ -78,6 +86,8 @@ def ensemble_run(store: ArtifactStore, record: dict, index: int, run: dict) -> N
     """One clustering of the ensemble; its labels become an artifact."""
     keys = _keys(record)
     name = f"{keys['run']}{index}"
+    if store.has(keys["op"]):  # a late run of an ensemble already collected (takeover)
+        return
     if not store.has(name):
         X = store.load_arrays(keys["input"])["X"]
         store.save_arrays(name, {"labels": sca.ensemble_run(X, run)})
@@ -197,6 +207,8 @@ def execute(store: ArtifactStore, job_id: str, stage: str, *args) -> bool:
     start = time.perf_counter()
     try:
         STAGE_FUNCTIONS[stage](store, record, *args)
+    except TRANSIENT:
+        raise  # Redis away for a moment: the task retries; the job is not failed
     except Exception as exc:  # every failure ends the job with a problem, not a traceback
         if not isinstance(exc, sca.SCAError):
             log.exception("job %s: stage %s failed", job_id, stage)
@@ -204,4 +216,12 @@ def execute(store: ArtifactStore, job_id: str, stage: str, *args) -> bool:
         return False
     finally:
         store.incr_job(job_id, f"t:{public_stage}", time.perf_counter() - start)
-    return store.get_job(job_id) is not None
+    current = store.get_job(job_id)
+    if current is None or current.get("status") in (None, "cancelled"):
+        from .cleanup import release  # cancelled or deleted meanwhile: drop what it wrote
+
+        if current is not None and "status" not in current:
+            store.delete_job(job_id)  # only the counters above re-created a deleted job
+        release(store, record if current is None or "status" not in current else current)
+        return False
+    return True

@@ -237,10 +237,14 @@ class RedisStore(ArtifactStore):
         self._hset_script = client.register_script(_HSET_SCRIPT)
 
     @classmethod
-    def from_url(cls, url: str, **kwargs) -> "RedisStore":
+    def from_url(cls, url: str, timeout: float = 10, **kwargs) -> "RedisStore":
+        """Connect to ``redis://`` or ``rediss://`` (TLS; query options such as
+        ``ssl_ca_certs``); ``timeout`` bounds each connect and each command."""
         import redis
 
-        return cls(redis.Redis.from_url(url, health_check_interval=30), **kwargs)
+        client = redis.Redis.from_url(url, health_check_interval=30, socket_timeout=timeout,
+                                      socket_connect_timeout=timeout)
+        return cls(client, **kwargs)
 
     def _set(self, key, value, ttl):
         self.client.set(key, value, ex=ttl)
@@ -392,4 +396,6 @@ def store_from_settings(settings: Mapping) -> ArtifactStore:
     kwargs = {"ttl": int(settings["SCA_JOB_TTL"]), "chunk_bytes": int(settings["SCA_CHUNK_BYTES"]),
               "prefix": settings.get("SCA_KEY_PREFIX", "sca:")}
     url = settings.get("REDIS_URL")
-    return RedisStore.from_url(url, **kwargs) if url else MemoryStore(**kwargs)
+    if not url:
+        return MemoryStore(**kwargs)
+    return RedisStore.from_url(url, timeout=float(settings.get("SCA_REDIS_TIMEOUT") or 10), **kwargs)

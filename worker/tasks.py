@@ -19,7 +19,6 @@ from celery.exceptions import Ignore
 from . import stages
 from .celery_app import app, get_store
 
-
 def _run_stage(task, job_id: str, stage: str, *args) -> dict:
     store = get_store(task.app)
     task_id = task.request.id
@@ -27,9 +26,14 @@ def _run_stage(task, job_id: str, stage: str, *args) -> dict:
         store.add_task(job_id, task_id)
     try:
         ok = stages.execute(store, job_id, stage, *args)
+    except stages.TRANSIENT as exc:  # Redis restarting: run the stage again shortly
+        raise task.retry(exc=exc, countdown=2, max_retries=60) from None
     finally:
         if task_id:
-            store.remove_task(job_id, task_id)
+            try:
+                store.remove_task(job_id, task_id)
+            except stages.TRANSIENT:
+                pass
     if not ok:
         raise Ignore()
     return {"job_id": job_id, "stage": stage}
@@ -84,6 +88,8 @@ def start(self, job_id: str) -> dict:
     store = get_store(self.app)
     try:
         steps = stages.plan(store, job_id)
+    except stages.TRANSIENT as exc:
+        raise self.retry(exc=exc, countdown=2, max_retries=60) from None
     except Exception as exc:
         stages.fail(store, job_id, stages.problem_for(exc, "ensemble"))
         raise Ignore() from None

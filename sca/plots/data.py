@@ -140,19 +140,33 @@ def consensus_values(S: ConsensusOperator, max_pairs: int = MAX_PAIRS, seed: int
     return entries(S, np.minimum(rows, cols), np.maximum(rows, cols)), total, True
 
 
+def standardise(x: np.ndarray) -> np.ndarray:
+    """``(x - mean) / sd``: the shape of x_t, whatever its distance from uniform.
+
+    P is doubly stochastic, so ``x_t = 1/n + c_t y_t`` with ``y_t`` the
+    deflated iterate; an increasing affine map, which keeps every order and
+    every gap split (Sec. 3), while x_t itself flattens toward uniform.
+    """
+    y = np.asarray(x, dtype=float) - np.mean(x)
+    sd = np.std(y)
+    return y / sd if sd > 0 else y
+
+
 def trajectory(P: ConsensusOperator, steps: int, elements, seed: int = 0) -> np.ndarray:
-    """``x_t`` for ``t = 0..steps`` restricted to ``elements`` (shape ``steps+1 x m``).
+    """Standardised ``x_t`` for ``t = 0..steps`` at ``elements`` (``steps+1 x m``).
 
     ``x_0`` is a seeded random probability vector (Sec. 4.1) and
     ``x_t^T = x_{t-1}^T P`` (Sec. 2.1, Eq. (2)); P is symmetric, so this is
-    ``P x_{t-1}``.
+    ``P x_{t-1}``.  The deflated iterate is renormalised every step (as in
+    :func:`sca.iteration.evolve`), so late steps do not drown in rounding.
     """
     rng = np.random.default_rng(seed)
-    x = random_start(P.n, rng, 1e-3 / np.sqrt(P.n))
+    y = random_start(P.n, rng, 1e-3 / np.sqrt(P.n))
     elements = np.asarray(elements)
     out = np.empty((steps + 1, elements.size))
-    out[0] = x[elements]
-    for t in range(1, steps + 1):
-        x = P.matmat(x)
-        out[t] = x[elements]
+    for t in range(steps + 1):
+        if t:
+            y = P.matmat(y)
+        y = standardise(y)
+        out[t] = y[elements]
     return out

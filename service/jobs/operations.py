@@ -13,36 +13,47 @@ import numpy as np
 import sca
 from sca.pipeline import check_ids, resolve_element
 from worker import inputs as worker_inputs
+from worker.cleanup import release, track
 from worker.jobs import (ACTIVE, content_hashes, jsonable, new_job_id, new_record,
                          normalise_options, now, progress, timings, with_ids)
 from worker.stages import artifact_keys
 from worker.store import ArtifactMissing
 
+from ..auth import current_owner
 from ..backend import backend
 from ..errors import PROBLEM_BASE, ProblemError, invalid
+from ..limits import reserve_job
 from .uploads import JobInput
 
 
 def links(job_id: str) -> dict:
     base = f"/v1/jobs/{job_id}"
     return {"self": base, "custom_clusters": f"{base}/custom-clusters",
-            "similar": f"{base}/elements/{{element}}/similar"}
+            "similar": f"{base}/elements/{{element}}/similar", "view": f"{base}/view",
+            "plots": f"{base}/plots/{{name}}.{{format}}"}
 
 
 def submit(job: JobInput, owner: str | None = None) -> dict:
-    """Validate, store the input, create the record and enqueue (or answer from the cache)."""
+    """Validate, store the input, create the record and enqueue (or answer from the cache).
+
+    The job belongs to the request's API key; its cache entries are kept
+    apart from other keys' (``scope``), so no key learns what another sent.
+    """
     b = backend()
+    owner = owner if owner is not None else current_owner()
     n = worker_inputs.validate(job.kind, job.arrays, job.source)
     ids = check_ids(job.ids, n)
     options = normalise_options(job.options)
     if options["k"] is not None and options["k"] > n:
         raise invalid("options.k", f"k must be at most n = {n}, got {options['k']}")
-    if options["k_hat"] is not None and options["k_hat"] > n:
-        raise invalid("options.k_hat", f"k_hat must be at most n = {n}, got {options['k_hat']}")
-    hashes = content_hashes(job.kind, job.arrays, job.source, options)
+    if options["k_hat"] is not None and options["k_hat"] >= n:
+        raise invalid("options.k_hat", f"k_hat must be below n = {n}, got {options['k_hat']}")
+    hashes = content_hashes(job.kind, job.arrays, job.source, options, scope=owner or "")
     job_id = new_job_id()
     record = new_record(job_id, job.kind, n, job.source, options, hashes, owner=owner)
     keys = artifact_keys(record)
+    reserve_job(b.store, job_id)
+    track(b.store, record)
     if b.store.has(keys["input"]):
         b.store.touch(keys["input"])
     else:
@@ -60,17 +71,22 @@ def submit(job: JobInput, owner: str | None = None) -> dict:
 
 
 def get_record(job_id: str) -> dict:
+    """The job's record; 404 when it does not exist or belongs to another API key."""
     record = backend().store.get_job(job_id)
-    if record is None:
+    if record is None or "status" not in record or record.get("owner") != current_owner():
         raise ProblemError(404, "Not Found", f"no job {job_id!r}", errors={"id": ["unknown job"]})
     return record
 
 
 def _ids(job_id: str):
-    try:
-        return backend().store.load_json(f"ids:{job_id}")
-    except ArtifactMissing:
-        return None
+    def load():
+        try:
+            return backend().store.load_json(f"ids:{job_id}")
+        except ArtifactMissing:
+            return None
+
+    # Ids never change once a job exists (queries check the job exists first).
+    return backend().operators.get(f"ids:{job_id}", load)
 
 
 def view(record: dict) -> dict:
@@ -81,7 +97,7 @@ def view(record: dict) -> dict:
            "updated": record["updated"], "timings": timings(record),
            "cached": bool(record.get("cached")), "links": links(record["id"])}
     if record.get("runs_total"):
-        out["ensemble"] = {"done": int(record.get("runs_done", 0)),
+        out["ensemble"] = {"done": min(int(record.get("runs_done", 0)), int(record["runs_total"])),
                            "total": int(record["runs_total"])}
     if record["status"] == "succeeded":
         try:
@@ -113,12 +129,13 @@ def cancel_or_delete(job_id: str) -> dict | None:
     if record["status"] in ACTIVE:
         if b.store.update_job(job_id, {"status": "cancelled", "updated": now()}, expect=ACTIVE):
             b.queue.revoke(job_id, [record.get("task_id"), *b.store.job_tasks(job_id)])
+            release(b.store, get_record(job_id))  # stages still running clean up after them
             return view(get_record(job_id))
         record = get_record(job_id)
         if record["status"] in ACTIVE:  # pragma: no cover - status changed twice meanwhile
             return view(record)
+    release(b.store, record)
     b.store.delete_job(job_id)
-    b.store.delete(f"ids:{job_id}")
     return None
 
 
@@ -142,8 +159,9 @@ def _element(element, ids, n: int) -> int:
 def _load(record: dict, name: str, loader):
     b = backend()
     key = artifact_keys(record)[name]
+    read = b.store.load_json if loader is None else lambda k: loader(b.store.load_arrays(k))
     try:
-        return b.operators.get(key, lambda: loader(b.store.load_arrays(key)))
+        return b.operators.get(key, lambda: read(key))
     except ArtifactMissing:
         raise ProblemError(410, "Gone", "the job's cached matrices expired; resubmit the job",
                            errors={"id": ["artifacts expired"]}) from None
@@ -155,8 +173,7 @@ def custom_clusters(job_id: str, request: dict) -> dict:
     ids = _ids(job_id)
     element = request["element"]
     _element(element, ids, record["n"])
-    result = backend().store.load_json(artifact_keys(record)["result"])
-    k = request.get("k") or int(result["k"])
+    k = request.get("k") or int(_load(record, "spectrum", None)["k"])
     if k > record["n"]:
         raise invalid("k", f"k must be at most n = {record['n']}, got {k}")
     P = _load(record, "P", sca.operator_from_state)

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from flask import Blueprint, jsonify, request
+from flask import Blueprint, current_app, jsonify, request
 
-from ..errors import ProblemError
+from ..errors import ProblemError, invalid
 from . import operations
 from .schemas import CustomClusterRequestSchema, SimilarQuerySchema
 from .uploads import parse_job_request
@@ -49,6 +49,9 @@ def _json_body() -> dict:
 def custom_clusters(job_id: str):
     operations.get_record(job_id)
     body = CustomClusterRequestSchema().load(_json_body())
+    cap = current_app.config["SCA_MAX_ITERATIONS"]
+    if body["max_iterations"] > cap:
+        raise invalid("max_iterations", f"max_iterations must be at most {cap}")
     return jsonify(operations.custom_clusters(job_id, body))
 
 

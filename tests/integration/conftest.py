@@ -92,7 +92,8 @@ def api(redis_url, prefix, celery_worker):
     from service import create_app
 
     app = create_app({"REDIS_URL": redis_url, "SCA_KEY_PREFIX": prefix,
-                      "SCA_CHUNK_BYTES": CHUNK_BYTES, "SCA_JOB_TTL": 600})
+                      "SCA_CHUNK_BYTES": CHUNK_BYTES, "SCA_JOB_TTL": 600,
+                      "SCA_ALLOW_ANONYMOUS": 1, "SCA_RATE_LIMIT": 0})
     server = make_server("127.0.0.1", free_port(), app, threaded=True)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()

@@ -71,9 +71,17 @@ def test_every_documented_status(client, idle_client, make_client, spec):
     hit(client, "get", f"{base}/elements/Ott/similar", 200)
     hit(client, "get", f"{base}/elements/Nobody/similar", 404)
     hit(client, "get", f"{base}/elements/Ott/similar?limit=0", 422)
+    hit(client, "get", f"{base}/plots/spectrum.png", 200)
+    hit(client, "get", f"{base}/plots/consensus.svg", 200)
+    hit(client, "get", f"{base}/plots/nope.png", 404)
+    hit(client, "get", "/v1/jobs/nope/plots/spectrum.png", 404)
+    hit(client, "get", f"{base}/plots/custom.png", 422)
+    hit(client, "get", f"{base}/view", 200)
+    hit(client, "get", "/v1/jobs/nope/view", 404)
     queued = hit(idle_client, "post", "/v1/jobs", 202, json=body).get_json()["id"]
     hit(idle_client, "post", f"/v1/jobs/{queued}/custom-clusters", 409, json={"element": 0})
     hit(idle_client, "get", f"/v1/jobs/{queued}/elements/0/similar", 409)
+    hit(idle_client, "get", f"/v1/jobs/{queued}/plots/spectrum.png", 409)
     hit(idle_client, "delete", f"/v1/jobs/{queued}", 200)
     hit(client, "delete", base, 204)
     hit(client, "delete", base, 404)
@@ -82,20 +90,42 @@ def test_every_documented_status(client, idle_client, make_client, spec):
     gone = _finished_job(make_client, body)
     hit(gone.client, "post", f"/v1/jobs/{gone.id}/custom-clusters", 410, json={"element": 0})
     hit(gone.client, "get", f"/v1/jobs/{gone.id}/elements/0/similar", 410)
+    hit(gone.client, "get", f"/v1/jobs/{gone.id}/plots/trace.png", 410)
 
     # 503: Redis unreachable.
     down = make_client(SCA_STORE=_DeadStore(), SCA_QUEUE=_DeadQueue())
     for method, path, kwargs in (("get", "/readyz", {}), ("post", "/v1/jobs", {"json": body}),
                                  ("get", "/v1/jobs/x", {}), ("delete", "/v1/jobs/x", {}),
                                  ("post", "/v1/jobs/x/custom-clusters", {"json": {"element": 0}}),
-                                 ("get", "/v1/jobs/x/elements/0/similar", {})):
+                                 ("get", "/v1/jobs/x/elements/0/similar", {}),
+                                 ("get", "/v1/jobs/x/plots/spectrum.png", {}),
+                                 ("get", "/v1/jobs/x/view", {})):
         response = hit(down, method, path, 503, **kwargs)
         assert response.headers["Retry-After"]
+
+    # 401 without a valid key, 429 over the per-key request rate.
+    keyed = make_client(SCA_API_KEYS="key-1", SCA_RATE_LIMIT=1)
+    for method, path, kwargs in V1_CALLS:
+        response = hit(keyed, method, path, 401, **kwargs)
+        assert response.headers["WWW-Authenticate"].startswith("Bearer")
+        auth = {"Authorization": "Bearer key-1"}
+        statuses = [keyed.open(method, path, headers=auth, **kwargs).status_code
+                    for _ in range(4)]  # at most one second boundary in between
+        assert 429 in statuses, statuses
+        template = next(p for p in spec["paths"] if _matches(p, path))
+        seen.add((template, method, "429"))
 
     documented = {(path, method, status) for path, item in spec["paths"].items()
                   for method, op in item.items() if method in ("get", "post", "delete")
                   for status in op["responses"]}
     assert documented - seen == set()
+
+
+V1_CALLS = (("post", "/v1/jobs", {"json": {"consensus": BASEBALL_S}}),
+            ("get", "/v1/jobs/x", {}), ("delete", "/v1/jobs/x", {}),
+            ("post", "/v1/jobs/x/custom-clusters", {"json": {"element": 0}}),
+            ("get", "/v1/jobs/x/elements/0/similar", {}),
+            ("get", "/v1/jobs/x/plots/spectrum.png", {}), ("get", "/v1/jobs/x/view", {}))
 
 
 def test_raw_data_queries_conform(client):

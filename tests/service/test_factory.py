@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 import yaml
 
 from service import create_app
@@ -27,6 +28,7 @@ def test_environment_then_test_config(monkeypatch):
     monkeypatch.setenv("REDIS_URL", "redis://127.0.0.1:1/0")
     monkeypatch.setenv("SCA_JOB_TTL", "123")
     monkeypatch.setenv("SCA_MAX_BODY_BYTES", "4096")
+    monkeypatch.setenv("SCA_API_KEYS", "k-one, k-two")
     app = create_app({"SCA_MAX_N": 7})
     assert app.config["SCA_JOB_TTL"] == 123 and app.config["MAX_CONTENT_LENGTH"] == 4096
     assert app.config["SCA_MAX_N"] == 7
@@ -40,6 +42,23 @@ def test_environment_then_test_config(monkeypatch):
     response = app.test_client().get("/readyz")
     assert response.status_code == 503 and response.mimetype == "application/problem+json"
     assert app.test_client().get("/healthz").status_code == 200
+    assert app.test_client().get("/v1/jobs/x").status_code == 401
+
+
+def test_redis_mode_refuses_to_run_without_keys(monkeypatch):
+    monkeypatch.setenv("REDIS_URL", "redis://127.0.0.1:1/0")
+    monkeypatch.delenv("SCA_API_KEYS", raising=False)
+    monkeypatch.delenv("SCA_API_KEYS_FILE", raising=False)
+    with pytest.raises(RuntimeError, match="SCA_API_KEYS"):
+        create_app()
+    app = create_app({"SCA_ALLOW_ANONYMOUS": 1})  # explicitly open
+    assert app.test_client().get("/v1/jobs/x").status_code == 503
+
+
+def test_time_limits_must_stay_below_the_visibility_timeout():
+    with pytest.raises(ValueError, match="SCA_VISIBILITY_TIMEOUT"):
+        create_app({"REDIS_URL": "redis://127.0.0.1:1/0", "SCA_ALLOW_ANONYMOUS": 1,
+                    "SCA_TASK_TIME_LIMIT": 4000, "SCA_VISIBILITY_TIMEOUT": 3600})
 
 
 def test_compose_file_runs_the_documented_commands():
@@ -60,7 +79,7 @@ def test_celery_queue_sends_only_the_job_id():
     calls = []
 
     class FakeCelery:
-        def send_task(self, name, kwargs):
+        def send_task(self, name, kwargs, **options):
             calls.append((name, kwargs))
 
             class Result:

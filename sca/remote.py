@@ -1,0 +1,121 @@
+"""``sca submit``: run a clustering on the service with :mod:`sca.client`.
+
+Examples
+--------
+sca submit --url http://127.0.0.1:8000 --consensus S.csv --ids ids.txt
+sca submit --url http://127.0.0.1:8000 --data X.csv --ensemble nmf:2,3x50 --plots out/
+
+The input options are those of ``sca cluster``; the job document (with its
+``result``) is printed as JSON.  A bar by stage is drawn on standard error
+while the job runs, when standard error is a terminal.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+from .errors import SCAError
+
+
+def add_submit_command(sub) -> None:
+    """Add ``submit`` to an argparse subparsers action."""
+    from .cli import parse_ensemble
+
+    p = sub.add_parser("submit", help="submit a clustering job to the service and wait for it")
+    p.add_argument("--url", default=os.environ.get("SCA_URL"),
+                   required=not os.environ.get("SCA_URL"),
+                   help="the service's base URL (default $SCA_URL)")
+    p.add_argument("--api-key", default=os.environ.get("SCA_API_KEY"),
+                   help="API key, sent as a bearer token (default $SCA_API_KEY)")
+    src = p.add_argument_group("input (exactly one of --data, --consensus, --labels)")
+    src.add_argument("--data", help="raw data CSV/.npy, rows = elements")
+    src.add_argument("--ensemble", action="append", type=parse_ensemble, metavar="ALGO:KxRUNS",
+                     help="ensemble on --data, repeatable: kmeans:3x100, nmf:2,3x50")
+    src.add_argument("--snn", type=int, metavar="KAPPA", help="shared nearest neighbours")
+    src.add_argument("--metric", default="euclidean", help="metric for --snn")
+    src.add_argument("--consensus", help="consensus matrix S.csv|S.npy|S.npz (CSV header = ids)")
+    src.add_argument("--labels", help="label runs RUNS.csv|RUNS.npy, one row per element")
+    src.add_argument("--ids", help="file with one element id per line")
+    src.add_argument("--upload", action="store_true",
+                     help="send the matrix as an .npy file (multipart) instead of JSON")
+    opt = p.add_argument_group("options")
+    for name in ("k", "k-hat", "seed", "ensemble-seed", "starts", "stable", "max-iterations"):
+        opt.add_argument(f"--{name}", type=int)
+    opt.add_argument("--split", choices=["kmeans", "gaps"])
+    opt.add_argument("--trace", action="store_true", help="record x_t per step")
+    out = p.add_argument_group("output")
+    out.add_argument("--no-wait", action="store_true", help="print the accepted job and exit")
+    out.add_argument("--timeout", type=float, help="seconds to wait for the job")
+    out.add_argument("--plots", metavar="DIR", help="also save the job's plots in DIR")
+    out.add_argument("--plot-format", choices=["png", "svg", "both"], default="png")
+
+
+def _options(args) -> dict:
+    names = ("k", "k_hat", "seed", "ensemble_seed", "starts", "stable", "max_iterations",
+             "split")
+    options = {name: getattr(args, name) for name in names if getattr(args, name) is not None}
+    if args.trace:
+        options["trace"] = True
+    return options
+
+
+def _fail(message: str, code: int) -> int:
+    print(f"sca submit: {message}", file=sys.stderr)
+    return code
+
+
+def run_submit(args) -> int:
+    """Carry out ``sca submit``: 0 done, 1 job failed, 2 bad input, 3 service unreachable."""
+    from . import client as c
+    from .cli import _inputs
+
+    try:
+        inputs, ids = _inputs(args)
+    except SCAError as exc:
+        return _fail(f"error [{exc.field}]: {exc}", 2)
+    snn = inputs.get("snn")
+    if inputs.get("data") is not None and snn is None and not inputs.get("ensemble"):
+        return _fail("error [data]: --data needs --ensemble or --snn", 2)
+    kind = next(name for name in ("consensus", "data", "labels") if inputs.get(name) is not None)
+    api = c.Client(args.url, api_key=args.api_key)
+    try:
+        job = api.submit(**{kind: inputs[kind]}, ensemble=inputs.get("ensemble") or None,
+                         snn=snn, ids=ids, options=_options(args) or None, upload=args.upload)
+        if args.no_wait:
+            document = job.accepted
+        else:
+            document = job.wait(progress=True, timeout=args.timeout)
+            if args.plots:
+                _save_plots(job, document, args.plots, args.plot_format)
+    except c.JobFailed as exc:
+        json.dump(exc.job, sys.stdout)
+        sys.stdout.write("\n")
+        return _fail(f"job failed: {exc}", 1)
+    except (c.JobCancelled, c.WaitTimeout) as exc:
+        return _fail(str(exc), 1)
+    except c.ServiceUnreachable as exc:
+        return _fail(f"cannot reach the service: {exc}", 3)
+    except c.ServiceError as exc:
+        fields = "; ".join(f"{k}: {' '.join(v)}" for k, v in exc.errors.items())
+        return _fail(f"error {exc}" + (f" [{fields}]" if fields else ""), 2)
+    json.dump(document, sys.stdout)
+    sys.stdout.write("\n")
+    return 0
+
+
+def _save_plots(job, document: dict, directory: str, plot_format: str) -> None:
+    from pathlib import Path
+
+    formats = ("png", "svg") if plot_format == "both" else (plot_format,)
+    names = ["spectrum", "trace", "consensus", "histogram"]
+    if document.get("result", {}).get("membership") is not None:
+        names.append("membership")
+    target = Path(directory)
+    target.mkdir(parents=True, exist_ok=True)
+    for name in names:
+        for fmt in formats:
+            (target / f"{name}.{fmt}").write_bytes(job.plot(name, fmt))
+    print(f"sca submit: wrote {len(names) * len(formats)} plots to {target}", file=sys.stderr)
+

@@ -1,0 +1,315 @@
+"""Load test: job submissions and queries against a running service, for a fixed time.
+
+Starts the service itself (``--mode redis``: ``sca serve`` with ``REDIS_URL``
+plus two ``celery -A worker worker`` processes; ``--mode embedded``: ``sca
+serve`` alone), prepares one finished job of n = 10^4 elements (label runs)
+and a few small ones, then runs ``--clients`` threads for ``--duration``
+seconds, each on one keep-alive connection, mixing:
+
+* ``POST /v1/jobs``: label runs of n = 38 ... 2,000 elements (new content each time);
+* ``GET /v1/jobs/{id}``: polls of submitted jobs;
+* ``GET .../similar`` and ``POST .../custom-clusters`` on the n = 10^4 job and
+  on the small finished jobs.
+
+A first phase sends the queries alone (the target: similar and custom-cluster
+queries on the cached n = 10^4 job), then the mix runs with submissions paced
+at ``--submit-rate`` per second.  For each phase it prints requests per
+second, p50 and p99 latency and errors per endpoint
+(429s are counted apart: they are the per-key limits at work), then waits
+for every submitted job to finish and reports any lost or stuck one.
+
+    python scripts/load.py --mode redis --duration 60
+    python scripts/load.py --mode embedded --duration 60
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import io
+import json
+import os
+import random
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+KEYS = [f"load-key-{i}-{uuid.uuid4().hex[:8]}" for i in range(8)]
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Conn:
+    """One keep-alive HTTP/1.1 connection with one API key."""
+
+    def __init__(self, port: int, key: str):
+        self.port, self.key = port, key
+        self.conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+
+    def request(self, method: str, path: str, body: bytes | None = None,
+                content_type: str = "application/json"):
+        headers = {"Authorization": f"Bearer {self.key}"}
+        if body is not None:
+            headers["Content-Type"] = content_type
+        try:
+            self.conn.request(method, path, body=body, headers=headers)
+            response = self.conn.getresponse()
+            return response.status, response.read()
+        except (http.client.HTTPException, OSError):
+            self.conn.close()
+            self.conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
+            raise
+
+
+def labels_npy(n: int, runs: int, k: int, seed: int) -> bytes:
+    rng = np.random.default_rng(seed)
+    truth = rng.integers(0, k, n)
+    noise = rng.random((n, runs)) < 0.1
+    labels = np.where(noise, rng.integers(0, k, (n, runs)), truth[:, None]).astype(np.int32)
+    buffer = io.BytesIO()
+    np.save(buffer, labels)
+    return buffer.getvalue()
+
+
+def multipart(npy: bytes) -> tuple[bytes, str]:
+    boundary = uuid.uuid4().hex
+    parts = [f"--{boundary}\r\nContent-Disposition: form-data; name=\"input\"\r\n\r\nlabels\r\n"
+             .encode(),
+             f"--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; "
+             f"filename=\"runs.npy\"\r\nContent-Type: application/octet-stream\r\n\r\n".encode()
+             + npy + b"\r\n", f"--{boundary}--\r\n".encode()]
+    return b"".join(parts), f"multipart/form-data; boundary={boundary}"
+
+
+def submit(conn: Conn, n: int, seed: int):
+    body, content_type = multipart(labels_npy(n, 10, 3, seed))
+    return conn.request("POST", "/v1/jobs", body, content_type)
+
+
+def wait(conn: Conn, job_id: str, timeout: float) -> str:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        status, body = conn.request("GET", f"/v1/jobs/{job_id}")
+        if status == 200 and json.loads(body)["status"] not in ("queued", "running"):
+            return json.loads(body)["status"]
+        time.sleep(0.2)
+    return "stuck"
+
+
+class Stats:
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.latency = defaultdict(list)
+        self.errors = defaultdict(int)
+        self.throttled = defaultdict(int)
+        self.examples: dict[str, str] = {}
+
+    def add(self, name: str, seconds: float, status: int | None, body: bytes = b""):
+        with self.lock:
+            if status == 429:
+                self.throttled[name] += 1
+            elif status is None or status >= 500 or status not in OK[name]:
+                self.errors[name] += 1
+                self.examples.setdefault(name, f"{status} {body[:200]!r}")
+            else:
+                self.latency[name].append(seconds)
+
+
+OK = {"POST /v1/jobs": {202}, "GET /v1/jobs/{id}": {200},
+      "GET similar (n=10^4)": {200}, "POST custom-clusters (n=10^4)": {200},
+      "GET similar (small)": {200}, "POST custom-clusters (small)": {200}}
+
+
+class Pace:
+    """Hands out submission slots at ``rate`` per second across all clients."""
+
+    def __init__(self, rate: float):
+        self.rate, self.lock, self.start, self.given = rate, threading.Lock(), time.monotonic(), 0
+
+    def take(self) -> bool:
+        with self.lock:
+            if self.given < (time.monotonic() - self.start) * self.rate:
+                self.given += 1
+                return True
+            return False
+
+
+def client(port, key, stop, stats, big, small, submitted, rng, submitter=None):
+    conn = Conn(port, key)
+    while not stop.is_set():
+        roll = rng.random()
+        if submitter is not None and submitter.take():
+            name, call = "POST /v1/jobs", lambda: submit(conn, int(rng.integers(38, 2001)),
+                                                          int(rng.integers(1 << 30)))
+        elif roll < 0.08 and any(k == key for k, _ in submitted[-50:]):
+            job = [j for k, j in submitted[-50:] if k == key][-1]
+            name, call = "GET /v1/jobs/{id}", lambda: conn.request("GET", f"/v1/jobs/{job}")
+        elif roll < 0.54:
+            element = int(rng.integers(10_000))
+            name = "GET similar (n=10^4)"
+            call = lambda: conn.request("GET", f"/v1/jobs/{big}/elements/{element}/similar")  # noqa
+        elif roll < 0.96:
+            body = json.dumps({"element": int(rng.integers(10_000)), "limit": 10}).encode()
+            name = "POST custom-clusters (n=10^4)"
+            call = lambda: conn.request("POST", f"/v1/jobs/{big}/custom-clusters", body)  # noqa
+        else:
+            job = small[int(rng.integers(len(small)))]
+            if rng.random() < 0.5:
+                name = "GET similar (small)"
+                call = lambda: conn.request("GET", f"/v1/jobs/{job}/elements/3/similar")  # noqa
+            else:
+                name = "POST custom-clusters (small)"
+                call = lambda: conn.request("POST", f"/v1/jobs/{job}/custom-clusters",  # noqa
+                                            b'{"element": 3, "limit": 10}')
+        start = time.perf_counter()
+        try:
+            status, body = call()
+        except Exception as exc:  # a connection error counts as an error
+            status, body = None, repr(exc).encode()
+        stats.add(name, time.perf_counter() - start, status, body)
+        if name == "POST /v1/jobs" and status == 202:
+            submitted.append((key, json.loads(body)["id"]))
+
+
+def start_service(mode: str, redis_url: str, api_processes: int) -> tuple[list, int]:
+    port = free_port()
+    env = dict(os.environ, SCA_API_KEYS=",".join(KEYS), PYTHONPATH=str(ROOT),
+               OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1")
+    env.pop("REDIS_URL", None)
+    processes = []
+    if mode == "redis":
+        env.update(REDIS_URL=redis_url, SCA_KEY_PREFIX=f"sca-load-{uuid.uuid4().hex[:6]}:")
+        for i in range(2):
+            processes.append(subprocess.Popen(
+                [sys.executable, "-m", "celery", "-A", "worker", "worker", "--loglevel",
+                 "WARNING", "--concurrency", "1", "--hostname", f"load{i}@%h"],
+                cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+    serve = [sys.executable, "-m", "service.cli", "serve", "--port", str(port),
+             "--threads", "8"]
+    if mode == "redis":
+        serve += ["--workers", str(api_processes)]
+    processes.append(subprocess.Popen(serve, cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
+                                      stderr=subprocess.DEVNULL))
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            probe = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
+            probe.request("GET", "/readyz")
+            if probe.getresponse().status == 200:
+                break
+        except OSError:
+            pass
+        if time.monotonic() > deadline:
+            raise SystemExit("the service did not become ready")
+        time.sleep(0.2)
+    time.sleep(2 if mode == "redis" else 0)  # let the workers connect
+    return processes, port
+
+
+def report(stats: Stats, duration: float, mode: str, outcome: dict) -> None:
+    print(f"\nmode: {mode}; {duration:.0f} s; {len(KEYS)} API keys")
+    print(f"{'endpoint':32s} {'requests':>9s} {'req/s':>8s} {'p50 ms':>8s} {'p99 ms':>8s} "
+          f"{'errors':>7s} {'429':>6s}")
+    total = 0
+    for name in OK:
+        lat = np.asarray(stats.latency.get(name, []), dtype=float) * 1000
+        count = lat.size
+        total += count
+        p50 = f"{np.percentile(lat, 50):.1f}" if count else "-"
+        p99 = f"{np.percentile(lat, 99):.1f}" if count else "-"
+        print(f"{name:32s} {count:9d} {count / duration:8.1f} {p50:>8s} {p99:>8s} "
+              f"{stats.errors.get(name, 0):7d} {stats.throttled.get(name, 0):6d}")
+    print(f"{'all':32s} {total:9d} {total / duration:8.1f}")
+    print("jobs submitted: " + ", ".join(f"{k} {v}" for k, v in sorted(outcome.items())))
+    for name, example in stats.examples.items():
+        print(f"first error of {name}: {example}")
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--mode", choices=("redis", "embedded"), default="redis")
+    p.add_argument("--duration", type=float, default=60)
+    p.add_argument("--clients", type=int, default=6)
+    p.add_argument("--submit-rate", type=float, default=2.0,
+                   help="job submissions per second during the mix")
+    p.add_argument("--query-duration", type=float, default=20,
+                   help="seconds of queries alone before the mix (0 = none)")
+    p.add_argument("--api-processes", type=int, default=2)
+    p.add_argument("--redis-url", default=os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/14"))
+    p.add_argument("--big-n", type=int, default=10_000)
+    args = p.parse_args(argv)
+    processes, port = start_service(args.mode, args.redis_url, args.api_processes)
+    try:
+        setup = Conn(port, KEYS[0])
+        status, body = submit(setup, args.big_n, 0)
+        assert status == 202, body
+        big = json.loads(body)["id"]
+        small = [json.loads(submit(setup, 200, s)[1])["id"] for s in (1, 2, 3)]
+        for job in [big, *small]:
+            assert wait(setup, job, 300) == "succeeded", job
+        # Every key queries the one n = 10^4 job: give each its own copy (jobs are per key).
+        bigs = {KEYS[0]: big}
+        smalls = {KEYS[0]: small}
+        for key in KEYS[1:]:
+            conn = Conn(port, key)
+            bigs[key] = json.loads(submit(conn, args.big_n, 0)[1])["id"]
+            smalls[key] = [json.loads(submit(conn, 200, s)[1])["id"] for s in (1, 2, 3)]
+            for job in [bigs[key], *smalls[key]]:
+                assert wait(conn, job, 300) == "succeeded", job
+        for key in KEYS:  # warm each API process's operator cache
+            conn = Conn(port, key)
+            for _ in range(2 * args.api_processes):
+                conn.request("GET", f"/v1/jobs/{bigs[key]}/elements/0/similar")
+        failures = 0
+        for phase, rate, duration in (("queries only", 0.0, args.query_duration),
+                                      ("mix", args.submit_rate, args.duration)):
+            if duration <= 0:
+                continue
+            stats, stop, submitted = Stats(), threading.Event(), []
+            pace = Pace(rate) if rate > 0 else None
+            threads = [threading.Thread(target=client, args=(
+                port, KEYS[i % len(KEYS)], stop, stats, bigs[KEYS[i % len(KEYS)]],
+                smalls[KEYS[i % len(KEYS)]], submitted, np.random.default_rng(i), pace))
+                for i in range(args.clients)]
+            start = time.monotonic()
+            for thread in threads:
+                thread.start()
+            time.sleep(duration)
+            stop.set()
+            for thread in threads:
+                thread.join(120)
+            elapsed = time.monotonic() - start
+            outcome = defaultdict(int)
+            conns = {key: Conn(port, key) for key in KEYS}
+            for key, job in submitted:
+                outcome[wait(conns[key], job, 300)] += 1
+            report(stats, elapsed, f"{args.mode}, {phase}"
+                   + (f" (submissions paced at {rate:g}/s)" if rate else ""), outcome)
+            failures += sum(stats.errors.values()) + outcome.get("stuck", 0)
+        return 0 if not failures else 1
+    finally:
+        for process in processes:
+            process.terminate()
+        for process in processes:
+            try:
+                process.wait(20)
+            except subprocess.TimeoutExpired:
+                process.kill()
+
+
+if __name__ == "__main__":
+    random.seed(0)
+    sys.exit(main())

@@ -1,0 +1,126 @@
+"""Per-key limits: requests per second and jobs queued or running (429 + ``Retry-After``).
+
+* ``SCA_RATE_LIMIT`` requests per second per key on ``/v1`` (a counter per
+  key and second, shared by every API process through Redis);
+* ``SCA_MAX_ACTIVE_JOBS`` jobs per key that are queued or running at once
+  (a set of job ids per key, pruned of finished jobs when it looks full).
+
+``0`` turns a limit off.  Without keys every caller shares one anonymous quota.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from flask import current_app, request
+
+from .auth import current_owner
+from .errors import ProblemError
+
+ACTIVE = ("queued", "running")
+
+
+class RedisCounters:
+    def __init__(self, store):
+        self.store, self.client = store, store.client
+
+    def hit(self, owner: str, second: int) -> int:
+        key = self.store._key(f"rate:{owner}:{second}")
+        with self.client.pipeline(transaction=False) as pipe:
+            pipe.incr(key)
+            pipe.expire(key, 2)
+            return int(pipe.execute()[0])
+
+    def add(self, owner: str, job_id: str) -> int:
+        key = self.store._key(f"active:{owner}")
+        with self.client.pipeline(transaction=False) as pipe:
+            pipe.sadd(key, job_id)
+            pipe.expire(key, self.store.ttl)
+            pipe.scard(key)
+            return int(pipe.execute()[2])
+
+    def remove(self, owner: str, job_id: str) -> None:
+        self.client.srem(self.store._key(f"active:{owner}"), job_id)
+
+    def members(self, owner: str) -> set[str]:
+        return {m.decode() for m in self.client.smembers(self.store._key(f"active:{owner}"))}
+
+
+class MemoryCounters:
+    def __init__(self, store):
+        self._lock = threading.Lock()
+        self._hits: dict = {}
+        self._active: dict[str, set] = {}
+
+    def hit(self, owner: str, second: int) -> int:
+        with self._lock:
+            if len(self._hits) > 10_000:
+                self._hits = {k: v for k, v in self._hits.items() if k[1] >= second - 1}
+            self._hits[(owner, second)] = self._hits.get((owner, second), 0) + 1
+            return self._hits[(owner, second)]
+
+    def add(self, owner: str, job_id: str) -> int:
+        with self._lock:
+            self._active.setdefault(owner, set()).add(job_id)
+            return len(self._active[owner])
+
+    def remove(self, owner: str, job_id: str) -> None:
+        with self._lock:
+            self._active.get(owner, set()).discard(job_id)
+
+    def members(self, owner: str) -> set[str]:
+        with self._lock:
+            return set(self._active.get(owner, ()))
+
+
+def _counters():
+    return current_app.extensions["sca_limits"]
+
+
+def _name(owner) -> str:
+    return owner or "anonymous"
+
+
+def _rate_limit():
+    path = request.path
+    limit = int(current_app.config.get("SCA_RATE_LIMIT") or 0)
+    if limit <= 0 or not (path == "/v1" or path.startswith("/v1/")):
+        return None
+    now = time.time()
+    if _counters().hit(_name(current_owner()), int(now)) > limit:
+        raise ProblemError(429, "Too Many Requests",
+                           f"more than {limit} requests per second for this API key",
+                           errors={"Authorization": ["request rate over the limit"]},
+                           headers={"Retry-After": "1"})
+    return None
+
+
+def reserve_job(store, job_id: str) -> None:
+    """Count a new job against its key's limit of active jobs (429 when full)."""
+    limit = int(current_app.config.get("SCA_MAX_ACTIVE_JOBS") or 0)
+    if limit <= 0:
+        return
+    counters, owner = _counters(), _name(current_owner())
+    if counters.add(owner, job_id) <= limit:
+        return
+    for other in counters.members(owner) - {job_id}:  # prune the finished ones
+        record = store.get_job(other)
+        if record is None or record.get("status") not in ACTIVE:
+            counters.remove(owner, other)
+    if len(counters.members(owner)) > limit:
+        counters.remove(owner, job_id)
+        raise ProblemError(429, "Too Many Requests",
+                           f"this API key already has {limit} jobs queued or running; "
+                           f"retry when one has finished",
+                           errors={"jobs": [f"at most {limit} active jobs per key"]},
+                           headers={"Retry-After": "5"})
+
+
+def init_app(app, store) -> None:
+    """Register the rate limit (after authentication) and the job counters."""
+    from worker.store import RedisStore
+
+    cls = RedisCounters if isinstance(store, RedisStore) else MemoryCounters
+    app.extensions["sca_limits"] = cls(store)
+    app.before_request(_rate_limit)

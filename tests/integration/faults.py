@@ -1,0 +1,138 @@
+"""Helpers of the fault tests: a private Redis that can be stopped and restarted
+(append-only file, so queued jobs survive), worker processes in their own
+process group (so SIGKILL takes the main process and its pool at once), and
+the API over HTTP with API keys."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+import requests
+from werkzeug.serving import make_server
+
+from tests.conftest import ROOT, _answers, free_port
+
+KEY = "fault-test-key-3f9c2a"
+AUTH = {"Authorization": f"Bearer {KEY}"}
+#: Short heartbeats, so that a lost worker's job is taken over within seconds.
+FAST_TAKEOVER = {"SCA_HEARTBEAT_INTERVAL": "1", "SCA_HEARTBEAT_TIMEOUT": "4"}
+
+
+class RedisProcess:
+    """``redis-server`` on a fixed port and directory, restartable with its data."""
+
+    def __init__(self, directory: Path, extra: tuple = ()):
+        self.binary = shutil.which("redis-server")
+        if self.binary is None:
+            pytest.skip("no redis-server binary")
+        self.directory, self.extra = directory, tuple(extra)
+        self.port = free_port()
+        self.process = None
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def start(self, wait_url: str | None = None) -> None:
+        self.process = subprocess.Popen(
+            [self.binary, "--port", str(self.port), "--dir", str(self.directory),
+             "--appendonly", "yes", "--appendfsync", "always", "--save", "", *self.extra],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 15
+        while not _answers(wait_url or self.url):
+            if time.monotonic() > deadline or self.process.poll() is not None:
+                raise RuntimeError("redis-server did not start")
+            time.sleep(0.05)
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+            self.process.wait(15)
+
+
+class Worker:
+    """``celery -A worker worker`` in its own process group."""
+
+    def __init__(self, env: dict, log: Path, name: str, concurrency: int = 1):
+        self.log = log
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "celery", "-A", "worker", "worker", "--loglevel", "INFO",
+             "--concurrency", str(concurrency), "--hostname", f"{name}@%h",
+             "--without-mingle", "--without-gossip"],
+            cwd=ROOT, env=env, stdout=open(log, "w"), stderr=subprocess.STDOUT,
+            start_new_session=True)
+        deadline = time.monotonic() + 60
+        while "ready." not in log.read_text():
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                self.kill()
+                raise RuntimeError(f"worker did not start:\n{log.read_text()[-3000:]}")
+            time.sleep(0.1)
+
+    def kill(self) -> None:
+        """SIGKILL the main process and its pool children together."""
+        try:
+            os.killpg(self.process.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        self.process.wait(10)
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            try:
+                os.killpg(self.process.pid, signal.SIGTERM)
+                self.process.wait(20)
+            except (ProcessLookupError, subprocess.TimeoutExpired):
+                self.kill()
+
+
+def worker_env(url: str, prefix: str, **extra) -> dict:
+    env = dict(os.environ)
+    env.update(REDIS_URL=url, SCA_KEY_PREFIX=prefix, SCA_JOB_TTL="600", OMP_NUM_THREADS="1",
+               OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1", PYTHONPATH=str(ROOT),
+               **FAST_TAKEOVER)
+    env.update({k: str(v) for k, v in extra.items()})
+    return env
+
+
+class Api:
+    """The API in Redis mode, served over HTTP from a thread."""
+
+    def __init__(self, url: str, prefix: str, **config):
+        from service import create_app
+
+        app = create_app({"REDIS_URL": url, "SCA_KEY_PREFIX": prefix, "SCA_JOB_TTL": 600,
+                          "SCA_API_KEYS": KEY, "SCA_REDIS_TIMEOUT": 3, **config})
+        self.app = app
+        self.server = make_server("127.0.0.1", free_port(), app, threaded=True)
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+        self.base = f"http://127.0.0.1:{self.server.server_port}"
+
+    def request(self, method: str, path: str, **kwargs) -> requests.Response:
+        kwargs.setdefault("timeout", 30)
+        return requests.request(method, self.base + path, headers=AUTH, **kwargs)
+
+    def wait(self, job_id: str, timeout: float = 120) -> dict:
+        deadline = time.monotonic() + timeout
+        while True:
+            response = self.request("get", f"/v1/jobs/{job_id}")
+            if response.status_code == 200:
+                job = response.json()
+                if job["status"] not in ("queued", "running"):
+                    return job
+            if time.monotonic() > deadline:
+                raise AssertionError(f"job {job_id} not finished after {timeout}s: "
+                                     f"{response.status_code} {response.text[:300]}")
+            time.sleep(0.1)
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.thread.join(10)

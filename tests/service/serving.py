@@ -1,0 +1,80 @@
+"""A real HTTP server for tests that talk HTTP (the client, the browser).
+
+:func:`serve` runs an app on werkzeug's threaded WSGI server on a free
+loopback port in a background thread; :func:`sca_serve` starts the real
+``sca serve`` command (embedded default) as a subprocess.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from contextlib import contextmanager
+
+import requests
+from werkzeug.serving import make_server
+
+from tests.conftest import ROOT, free_port
+
+
+@contextmanager
+def serve(app):
+    """Serve ``app`` on 127.0.0.1:<free port>; yields the base URL."""
+    server = make_server("127.0.0.1", 0, app, threaded=True)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_port}"
+    finally:
+        server.shutdown()
+        thread.join(10)
+        queue = app.extensions["sca"].queue
+        if hasattr(queue, "shutdown"):
+            queue.shutdown()
+
+
+def wait_until_up(url: str, process=None, timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            if requests.get(url + "/healthz", timeout=1).status_code == 200:
+                return
+        except requests.RequestException:
+            pass
+        if process is not None and process.poll() is not None:
+            raise RuntimeError(f"the server exited with {process.returncode}")
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{url} did not answer within {timeout} s")
+        time.sleep(0.1)
+
+
+@contextmanager
+def sca_serve():
+    """``sca serve`` on the embedded default (no REDIS_URL, no API keys); yields the URL."""
+    port = free_port()
+    env = {k: v for k, v in os.environ.items()
+           if k != "REDIS_URL" and not k.startswith("SCA_API_KEY")}
+    log = tempfile.TemporaryFile()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "service.cli", "serve", "--host", "127.0.0.1", "--port",
+         str(port)], cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=log)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        try:
+            wait_until_up(url, process)
+        except RuntimeError as exc:
+            log.seek(0)
+            raise RuntimeError(f"{exc}; its log:\n{log.read().decode(errors='replace')}") from None
+        yield url
+    finally:
+        process.terminate()
+        try:
+            process.wait(15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(5)
+        log.close()

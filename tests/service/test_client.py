@@ -1,0 +1,179 @@
+"""sca.client and ``sca submit`` against the API served over real HTTP."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import numpy as np
+import pytest
+
+from sca import client as c
+from service import create_app
+from tests.conftest import BASEBALL_IDS, BASEBALL_S, DATA
+from tests.service.conftest import IdleQueue
+from tests.service.serving import serve
+
+BASEBALL_CLUSTERS = [["Rose", "Cobb", "Fisk"], ["Ott", "Ruth", "Mays"]]
+
+
+class _Terminal(io.StringIO):
+    def isatty(self):
+        return True
+
+
+class FailingQueue(IdleQueue):
+    """Every job fails at once, as a stage would fail it."""
+
+    def __init__(self, store):
+        super().__init__()
+        self.store = store
+
+    def submit(self, job_id):
+        self.store.update_job(job_id, {"status": "failed", "stage": "balancing", "error": {
+            "type": "https://sca.invalid/problems/balancing-not-converged",
+            "title": "Balancing did not converge", "status": 422, "stage": "balancing",
+            "detail": "no doubly stochastic scaling", "errors": {"consensus": ["no scaling"]}}})
+        return "failed-task"
+
+
+def _app(**config):
+    return create_app({"TESTING": True, "REDIS_URL": None, **config})
+
+
+@pytest.fixture(scope="module")
+def url():
+    with serve(_app()) as base:
+        yield base
+
+
+def test_submit_wait_result_and_queries(url):
+    api = c.Client(url)
+    assert api.health() == {"status": "ok"}
+    job = api.submit(consensus=np.array(BASEBALL_S), ids=BASEBALL_IDS, options={"starts": 3})
+    terminal = _Terminal()
+    document = job.wait(progress=True, stream=terminal, interval=0.02)
+    assert document["status"] == "succeeded"
+    assert terminal.getvalue().endswith("\n") and "%" in terminal.getvalue()
+    result = job.result()
+    assert sorted(map(sorted, result["clusters"])) == sorted(map(sorted, BASEBALL_CLUSTERS))
+    custom = job.custom_cluster("Rose", max_size=3)
+    assert set(custom["cluster"]) == {"Rose", "Cobb", "Fisk"}
+    similar = job.similar("Ott", limit=2)
+    assert [r["id"] for r in similar["ranked"]] == ["Ruth", "Mays"]
+    assert job.plot("spectrum", "png")[:4] == b"\x89PNG"
+    assert b"Rose" in job.plot("custom", "svg", element="Rose", max_size=3)
+
+
+def test_wait_draws_nothing_off_a_terminal(url):
+    job = c.Client(url).submit(consensus=BASEBALL_S)
+    quiet = io.StringIO()
+    job.wait(progress=True, stream=quiet, interval=0.02)
+    assert quiet.getvalue() == ""
+
+
+def test_upload_sends_an_npy_file(url):
+    api = c.Client(url)
+    X = np.loadtxt(DATA / "iris" / "X.csv", delimiter=",", skiprows=1)
+    job = api.submit(data=X, snn={"kappa": 10}, options={"k": 3}, upload=True)
+    job.wait(timeout=60, interval=0.05)
+    assert job.result()["k"] == 3
+    ranked = job.similar(0, limit=3, method="euclidean")["ranked"]
+    assert len(ranked) == 3 and ranked[0]["score"] <= ranked[-1]["score"]
+
+
+def test_errors_are_typed_with_the_problem_fields(url):
+    api = c.Client(url)
+    with pytest.raises(c.NotFound) as info:
+        api.status("nope")
+    assert info.value.status == 404 and info.value.problem["status"] == 404
+    with pytest.raises(c.InvalidInput) as info:
+        api.submit(consensus=[[1, 2], [3, 1]])
+    assert info.value.status == 422 and info.value.errors
+    assert info.value.type.endswith("invalid-input") and info.value.detail
+    job = api.submit(consensus=BASEBALL_S, ids=BASEBALL_IDS)
+    job.wait(interval=0.02)
+    with pytest.raises(c.NotFound) as info:
+        job.similar("Nobody")
+    assert "element" in info.value.errors
+    with pytest.raises(c.InvalidInput):
+        job.custom_cluster("Rose", min_size=0)
+    with pytest.raises(ValueError):
+        api.submit(consensus=BASEBALL_S, labels=[[0], [1]])
+
+
+def test_unreachable_service_is_its_own_error():
+    from tests.conftest import free_port
+
+    with pytest.raises(c.ServiceUnreachable):
+        c.Client(f"http://127.0.0.1:{free_port()}", timeout=2).health()
+
+
+def test_queued_failed_and_slow_jobs():
+    app = _app(SCA_QUEUE=IdleQueue())
+    with serve(app) as base:
+        job = c.Client(base).submit(consensus=BASEBALL_S)
+        with pytest.raises(c.NotFinished):
+            job.result()
+        with pytest.raises(c.Conflict) as info:
+            job.similar(0)
+        assert info.value.errors == {"status": ["queued"]}
+        with pytest.raises(c.WaitTimeout):
+            job.wait(timeout=0.2, interval=0.05)
+        job.cancel()
+        with pytest.raises(c.JobCancelled):
+            job.wait()
+    app = _app()
+    app.extensions["sca"].queue.shutdown()
+    app.extensions["sca"].queue = FailingQueue(app.extensions["sca"].store)
+    with serve(app) as base:
+        job = c.Client(base).submit(consensus=BASEBALL_S)
+        with pytest.raises(c.JobFailed) as info:
+            job.wait()
+        failed = info.value
+        assert (failed.status, failed.title) == (422, "Balancing did not converge")
+        assert failed.errors == {"consensus": ["no scaling"]}
+        assert failed.job["status"] == "failed"
+        with pytest.raises(c.JobFailed):
+            job.result()
+
+
+def test_api_key_is_sent_as_a_bearer_token():
+    api = c.Client("http://127.0.0.1:1", api_key="k-123", headers={"X-Trace": "1"})
+    assert api.session.headers["Authorization"] == "Bearer k-123"
+    assert api.session.headers["X-Trace"] == "1"
+
+
+def test_sca_submit_prints_the_finished_job(url, tmp_path, capsys):
+    from service.cli import main
+
+    consensus = tmp_path / "S.csv"
+    consensus.write_text(",".join(BASEBALL_IDS) + "\n" +
+                         "\n".join(",".join(map(str, row)) for row in BASEBALL_S))
+    assert main(["submit", "--url", url, "--consensus", str(consensus), "--starts", "2",
+                 "--plots", str(tmp_path / "plots")]) == 0
+    captured = capsys.readouterr()
+    job = json.loads(captured.out)
+    assert job["status"] == "succeeded"
+    assert sorted(map(sorted, job["result"]["clusters"])) == sorted(
+        map(sorted, BASEBALL_CLUSTERS))
+    assert sorted(p.name for p in (tmp_path / "plots").iterdir()) == [
+        "consensus.png", "histogram.png", "membership.png", "spectrum.png", "trace.png"]
+    assert "\r" not in captured.err  # no bar: standard error is not a terminal here
+
+
+def test_sca_submit_reports_service_errors(url, tmp_path, capsys):
+    from service.cli import main
+
+    bad = tmp_path / "S.csv"
+    bad.write_text("1,2\n3,1\n")
+    assert main(["submit", "--url", url, "--consensus", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert "422" in err and "consensus" in err
+    from tests.conftest import free_port
+
+    good = tmp_path / "G.csv"
+    good.write_text("\n".join(",".join(map(str, row)) for row in BASEBALL_S))
+    assert main(["submit", "--url", f"http://127.0.0.1:{free_port()}", "--consensus",
+                 str(good)]) == 3
+    assert "cannot reach" in capsys.readouterr().err

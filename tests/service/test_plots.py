@@ -1,0 +1,120 @@
+"""The plots resource and the job page (every response checked against openapi.yaml)."""
+
+from __future__ import annotations
+
+import re
+import struct
+
+import pytest
+
+from tests.conftest import BASEBALL_IDS, BASEBALL_S
+from tests.service.conftest import wait_for
+
+NAMES = ("spectrum", "trace", "consensus", "histogram", "membership", "custom")
+
+
+@pytest.fixture
+def finished(client):
+    """A succeeded baseball job with several starts (so it has a membership)."""
+    job = client.post("/v1/jobs", json={"consensus": BASEBALL_S, "ids": BASEBALL_IDS,
+                                        "options": {"starts": 4}}).get_json()
+    assert wait_for(client, job["id"])["status"] == "succeeded"
+    return f"/v1/jobs/{job['id']}"
+
+
+@pytest.mark.parametrize("fmt,media_type", [("png", "image/png"), ("svg", "image/svg+xml")])
+def test_every_plot_renders_for_a_finished_job(client, finished, fmt, media_type):
+    for name in NAMES:
+        query = "?element=Rose&max_size=3" if name == "custom" else ""
+        response = client.get(f"{finished}/plots/{name}.{fmt}{query}")
+        assert response.status_code == 200, (name, response.get_data(as_text=True)[:300])
+        assert response.mimetype == media_type
+        body = response.get_data()
+        if fmt == "png":
+            assert body[:8] == b"\x89PNG\r\n\x1a\n"
+            assert struct.unpack(">I", body[16:20])[0] == 800
+        else:
+            assert b"<svg" in body[:2000]
+
+
+def test_plots_name_the_elements(client, finished):
+    svg = client.get(f"{finished}/plots/custom.svg?element=Rose&max_size=3").get_data(True)
+    assert "Rose" in svg and "Cobb" in svg and "Fisk" in svg
+    svg = client.get(f"{finished}/plots/consensus.svg").get_data(as_text=True)
+    assert all(name in svg for name in BASEBALL_IDS)
+
+
+def test_a_plot_is_drawn_once_and_then_served_from_the_store(app, client, finished):
+    first = client.get(f"{finished}/plots/spectrum.png").get_data()
+    job_id = finished.rsplit("/", 1)[1]
+    store = app.extensions["sca"].store
+    assert store.load_bytes(f"plot:{job_id}:spectrum.png") == first
+    store.save_bytes(f"plot:{job_id}:spectrum.png", b"\x89PNG\r\n\x1a\nstored")
+    assert client.get(f"{finished}/plots/spectrum.png").get_data().endswith(b"stored")
+
+
+def test_unknown_plot_format_or_job_is_404(client, finished):
+    for path in (f"{finished}/plots/pie.png", f"{finished}/plots/spectrum.gif",
+                 "/v1/jobs/nope/plots/spectrum.png"):
+        response = client.get(path)
+        assert response.status_code == 404
+        assert response.mimetype == "application/problem+json"
+        assert response.get_json()["status"] == 404
+
+
+def test_membership_of_a_single_start_job_is_404(client):
+    job = client.post("/v1/jobs", json={"consensus": BASEBALL_S}).get_json()
+    wait_for(client, job["id"])
+    response = client.get(f"/v1/jobs/{job['id']}/plots/membership.png")
+    assert response.status_code == 404
+    assert "starts > 1" in response.get_json()["detail"]
+    # Without a stored trace the trace plot is computed from the cached P.
+    assert client.get(f"/v1/jobs/{job['id']}/plots/trace.png").status_code == 200
+
+
+def test_unfinished_job_is_409(idle_client):
+    job = idle_client.post("/v1/jobs", json={"consensus": BASEBALL_S}).get_json()
+    response = idle_client.get(f"/v1/jobs/{job['id']}/plots/spectrum.svg")
+    assert response.status_code == 409
+    assert response.get_json()["errors"] == {"status": ["queued"]}
+
+
+def test_custom_plot_query_is_validated(client, finished):
+    for query, field in (("", "element"), ("?element=Rose&min_size=0", "min_size"),
+                         ("?element=Rose&min_size=3&max_size=2", "max_size"),
+                         ("?element=Rose&colour=red", "colour")):
+        response = client.get(f"{finished}/plots/custom.png{query}")
+        assert response.status_code == 422, query
+        assert field in response.get_json()["errors"]
+    assert client.get(f"{finished}/plots/custom.png?element=Nobody").status_code == 404
+    response = client.get(f"{finished}/plots/spectrum.png?element=Rose")
+    assert response.status_code == 422
+
+
+def test_job_links_name_the_page_and_plots(client, finished):
+    links = client.get(finished).get_json()["links"]
+    assert links["view"] == f"{finished}/view"
+    assert links["plots"] == finished + "/plots/{name}.{format}"
+
+
+def test_job_page_is_self_contained_html(client, finished):
+    response = client.get(f"{finished}/view")
+    assert response.status_code == 200
+    assert response.mimetype == "text/html"
+    html = response.get_data(as_text=True)
+    job_id = finished.rsplit("/", 1)[1]
+    assert f'const JOB_ID = "{job_id}";' in html
+    assert "__JOB_ID__" not in html
+    # No external assets: no src/href to another origin, no stylesheet or script files.
+    assert not re.search(r'(src|href)\s*=\s*["\']?(https?:)?//', html)
+    assert "<link" not in html and not re.search(r"<script[^>]+src=", html)
+    assert "connect-src 'self'" in response.headers["Content-Security-Policy"]
+    for element_id in ("status", "stages", "progress", "clusters", "plots", "query-form",
+                       "answer-cluster"):
+        assert f'id="{element_id}"' in html
+
+
+def test_job_page_of_unknown_job_is_404(client):
+    response = client.get("/v1/jobs/nope/view")
+    assert response.status_code == 404
+    assert response.mimetype == "application/problem+json"

@@ -1,0 +1,55 @@
+"""Which jobs use which artifacts, and deleting those no job uses any more.
+
+Artifacts are content-addressed and shared by every job of the same input
+(see :mod:`worker.jobs`), so deleting a job must not delete what another job
+still reads.  Every job is listed in the set ``refs:<h_input>`` when it is
+created; every artifact a job uses derives from its input, so the jobs that
+could share one of its artifacts are all in that set.  :func:`release`
+deletes a job's artifacts that no other live job (one that exists and is not
+cancelled) of the set also names.
+
+A stage that was running when its job was cancelled writes its artifact
+after the API released the job's; :func:`worker.stages.execute` calls
+:func:`release` again once such a stage returns, so nothing is left behind.
+"""
+
+from __future__ import annotations
+
+from .stages import artifact_keys
+
+
+def _refs(store, record) -> str:
+    return store._key(f"refs:{record['hashes']['input']}")
+
+
+def track(store, record) -> None:
+    """List a new job among the users of its input."""
+    store._sadd(_refs(store, record), record["id"], store.ttl)
+
+
+def _names(record) -> set[str]:
+    keys = artifact_keys(record)
+    names = {keys[k] for k in ("input", "op", "P", "balance", "spectrum", "result")}
+    runs = int(record.get("runs_total") or 0)
+    source = record.get("source") or {}
+    if not runs and source.get("ensemble"):
+        runs = sum(item["runs"] * (len(item["k"]) if isinstance(item["k"], list) else 1)
+                   for item in source["ensemble"])
+    return names | {f"{keys['run']}{i}" for i in range(runs)}
+
+
+def release(store, record) -> list[str]:
+    """Delete the artifacts of ``record`` that no other live job uses; returns their names."""
+    refs = _refs(store, record)
+    store._srem(refs, record["id"])
+    keep: set[str] = set()
+    for other_id in store._smembers(refs):
+        other = store.get_job(other_id)
+        if other is None:
+            store._srem(refs, other_id)
+        elif other.get("status") != "cancelled":
+            keep |= _names(other)
+    names = sorted(_names(record) - keep)
+    names.append(f"ids:{record['id']}")
+    store.delete(*names)
+    return names

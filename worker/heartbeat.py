@@ -1,0 +1,136 @@
+"""Heartbeats of running tasks, and the takeover of jobs whose worker stopped.
+
+With late acknowledgement a task whose worker dies is delivered again, but
+the Redis broker does so only after its visibility timeout (an hour by
+default, and it must exceed the longest task).  So workers beat: every
+``SCA_HEARTBEAT_INTERVAL`` seconds each worker's main process (a
+:class:`Watchdog` thread) sets the score of ``<job_id>|<task_id>`` in the
+sorted set ``heartbeats`` to the time, for every task it holds (received,
+waiting or running), and removes the entries of tasks it has finished.  The
+same thread looks for beats older than ``SCA_HEARTBEAT_TIMEOUT``: it claims a
+stale entry (``ZREM`` returns 1 to one watchdog only) and sends ``sca.start``
+for the job again, which plans against the cache and reruns only the stages
+whose artifacts are missing (stages are idempotent, keyed by the job's
+content hashes).  A job taken over more than ``SCA_MAX_TAKEOVERS`` times
+fails with a problem.
+
+The broker's late redelivery of the lost message, when it comes, finds the
+job finished and does nothing.  A hung task is ended by the task time limit.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+
+from .jobs import ACTIVE, now
+
+log = logging.getLogger(__name__)
+
+HEARTBEATS = "heartbeats"
+PROBLEM_BASE = "https://sca.invalid/problems/"
+
+
+def _zset(store) -> str:
+    return store._key(HEARTBEATS)
+
+
+def _job_id(request) -> str | None:
+    """The job a Celery request works on (every task takes ``job_id`` first)."""
+    try:
+        kwargs = request.kwargs or {}
+        args = request.args or ()
+    except Exception:  # an undecodable message: not ours to watch
+        return None
+    job_id = kwargs.get("job_id", args[0] if args else None)
+    return job_id if isinstance(job_id, str) else None
+
+
+def beat(store, requests, previous: set[str]) -> set[str]:
+    """Beat for the tasks this worker holds; forget those it finished since last time."""
+    members = {f"{job_id}|{request.id}" for request in requests
+               if (job_id := _job_id(request)) is not None}
+    key = _zset(store)
+    with store.client.pipeline(transaction=False) as pipe:
+        stamp = time.time()
+        if members:
+            pipe.zadd(key, {member: stamp for member in members})
+        if previous - members:
+            pipe.zrem(key, *(previous - members))
+        pipe.execute()
+    return members
+
+
+def take_over_stale(store, send_start, timeout: float, max_takeovers: int) -> list[str]:
+    """Resume the active jobs whose task stopped beating; returns their ids."""
+    client, key = store.client, _zset(store)
+    resumed = []
+    for raw in client.zrangebyscore(key, 0, time.time() - timeout):
+        member = raw.decode() if isinstance(raw, bytes) else raw
+        if client.zrem(key, member) != 1:
+            continue  # another watchdog claimed it
+        job_id = member.split("|", 1)[0]
+        record = store.get_job(job_id)
+        if record is None or record["status"] not in ACTIVE:
+            continue
+        # One takeover per job and timeout, however many of its tasks died together.
+        if not client.set(store._key(f"takeover:{job_id}"), b"1", nx=True, ex=int(timeout)):
+            continue
+        count = int(store.incr_job(job_id, "takeovers"))
+        if count > max_takeovers:
+            store.update_job(job_id, {"status": "failed", "updated": now(), "error": {
+                "type": PROBLEM_BASE + "worker-lost", "title": "Worker lost", "status": 500,
+                "stage": record.get("stage"),
+                "detail": f"the workers running this job stopped {count} times; "
+                          f"it was given up (see the worker logs)"}}, expect=ACTIVE)
+            log.error("job %s: given up after %d takeovers", job_id, count)
+            continue
+        log.warning("job %s: task %s stopped beating; resuming the job (takeover %d)",
+                    job_id, member.split("|", 1)[1], count)
+        send_start(job_id)
+        resumed.append(job_id)
+    return resumed
+
+
+class Watchdog(threading.Thread):
+    """Every ``interval`` seconds: :func:`beat` for the worker's tasks, then
+    :func:`take_over_stale`, until stopped."""
+
+    def __init__(self, store, send_start, interval: float, timeout: float, max_takeovers: int):
+        super().__init__(daemon=True, name="sca-watchdog")
+        self.store, self.send_start = store, send_start
+        self.interval, self.timeout, self.max_takeovers = interval, timeout, max_takeovers
+        self.stopped = threading.Event()
+        self._lock = threading.Lock()
+        self._mine: set[str] = set()
+
+    def received(self, request) -> None:
+        """Beat at once for a task just received (it may be lost before the next round)."""
+        job_id = _job_id(request)
+        if job_id is None:
+            return
+        member = f"{job_id}|{request.id}"
+        with self._lock:
+            self._mine.add(member)
+        try:
+            self.store.client.zadd(_zset(self.store), {member: time.time()})
+        except Exception as exc:  # Redis away: the next round beats
+            log.warning("heartbeat failed: %s", type(exc).__name__)
+
+    def run(self) -> None:
+        from celery.worker import state
+
+        while not self.stopped.wait(self.interval):
+            try:
+                with self._lock:
+                    previous = set(self._mine)
+                held = beat(self.store, list(state.reserved_requests), previous)
+                with self._lock:
+                    self._mine = held | (self._mine - previous)
+                take_over_stale(self.store, self.send_start, self.timeout, self.max_takeovers)
+            except Exception as exc:  # Redis away: try again at the next round
+                log.warning("watchdog round failed: %s", type(exc).__name__)
+
+    def stop(self) -> None:
+        self.stopped.set()
