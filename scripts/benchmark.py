@@ -48,19 +48,10 @@ def warm_up(blocks: int, runs: int, seed: int) -> None:
     peers(S.to_dense(), truth, runs, blocks, seed)
 
 
-def one_size(n: int, runs: int, blocks: int, noise: float, seed: int, unequal: bool) -> dict:
+def run_stages(labels, seed: int, keep: bool = False):
+    """Build, balance, spectrum, iterate; seconds per stage (or the results)."""
     import sca
-    from sca.planted import planted_runs, planted_truth
-    from sklearn.metrics import adjusted_rand_score
 
-    warm_up(blocks, runs, seed)
-    rng = np.random.default_rng(seed)
-    sizes = list(range(1, blocks + 1)) if unequal else [1] * blocks
-    truth = planted_truth(n, sizes, rng)
-    labels = planted_runs(truth, runs, noise, rng)
-    out = {"n": n, "runs": runs, "blocks": blocks, "unequal": unequal,
-           "rss_before_gib": _peak_rss_gib()}
-    tracemalloc.start()
     times = {}
     t = time.perf_counter()
     S = sca.membership_operator(labels)
@@ -74,6 +65,26 @@ def one_size(n: int, runs: int, blocks: int, noise: float, seed: int, unequal: b
     t = time.perf_counter()
     result = sca.iterate(balanced.P, spec.k, seed=seed)
     times["iteration"] = time.perf_counter() - t
+    return (S, balanced, spec, result) if keep else times
+
+
+def one_size(n: int, runs: int, blocks: int, noise: float, seed: int, unequal: bool) -> dict:
+    import sca
+    from sca.planted import planted_runs, planted_truth
+    from sklearn.metrics import adjusted_rand_score
+
+    warm_up(blocks, runs, seed)
+    rng = np.random.default_rng(seed)
+    sizes = list(range(1, blocks + 1)) if unequal else [1] * blocks
+    truth = planted_truth(n, sizes, rng)
+    labels = planted_runs(truth, runs, noise, rng)
+    out = {"n": n, "runs": runs, "blocks": blocks, "unequal": unequal,
+           "rss_before_gib": _peak_rss_gib()}
+    times = run_stages(labels, seed)
+    # Memory in a second pass: tracemalloc slows allocation-heavy code, so
+    # it is never on while timing.
+    tracemalloc.start()
+    S, balanced, spec, result = run_stages(labels, seed, keep=True)
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
     times["stages"] = times["balancing"] + times["spectral"] + times["iteration"]
