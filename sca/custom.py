@@ -43,7 +43,8 @@ def _check_element(element, n: int) -> int:
 
 
 def custom_cluster(P: ConsensusOperator, element: int, k: int, min_size: int = 1,
-                   max_size: int | None = None, max_iterations: int = 1000) -> CustomResult:
+                   max_size: int | None = None, max_iterations: int = 1000,
+                   limit: int | None = None) -> CustomResult:
     """The custom clustering algorithm (Fig. 5.2).
 
     Parameters
@@ -57,6 +58,8 @@ def custom_cluster(P: ConsensusOperator, element: int, k: int, min_size: int = 1
     min_size, max_size : int
         Bounds on the size of the target's cluster (inclusive).
     max_iterations : int
+    limit : int, optional
+        Rank only the ``limit`` closest elements (the cluster is always whole).
 
     Raises
     ------
@@ -102,8 +105,10 @@ def custom_cluster(P: ConsensusOperator, element: int, k: int, min_size: int = 1
     # other elements follow, also by closeness, so every element is ranked.
     inside = labels == labels[element]
     order = np.lexsort((distance, ~inside))
-    ranked = [(int(i), float(1.0 - distance[i] / spread)) for i in order if i != element]
-    members = [element] + [i for i, _ in ranked if inside[i]]
+    order = order[order != element]
+    members = [element] + order[inside[order]].tolist()
+    top = order if limit is None else order[:limit]
+    ranked = list(zip(top.tolist(), (1.0 - distance[top] / spread).tolist()))
     return CustomResult(element, members, ranked, steps)
 
 

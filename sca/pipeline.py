@@ -214,10 +214,9 @@ def custom_result(P, element, ids=None, k: int = 2, min_size: int = 1, max_size=
     ids = check_ids(ids, P.n)
     index = resolve_element(element, ids, P.n)
     name = (lambda i: ids[i]) if ids is not None else int
-    found = custom_cluster(P, index, k, min_size, max_size, max_iterations)
-    ranked = found.ranked if limit is None else found.ranked[:limit]
+    found = custom_cluster(P, index, k, min_size, max_size, max_iterations, limit)
     out = {"element": name(index), "cluster": [name(i) for i in found.cluster],
-           "ranked": [{"id": name(i), "score": s} for i, s in ranked],
+           "ranked": [{"id": name(i), "score": s} for i, s in found.ranked],
            "iterations": found.iterations, "k": k}
     if X is not None:
         for method in ("euclidean", "cosine"):

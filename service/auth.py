@@ -3,9 +3,11 @@
 Keys come from ``SCA_API_KEYS`` (comma-separated) and ``SCA_API_KEYS_FILE``
 (one key per line; blank lines and ``#`` comments are skipped).  A request
 to ``/v1`` without a valid key is a 401 problem; ``/healthz``, ``/readyz`` and
-``/openapi.yaml`` stay open.  Each key is an owner: its jobs are stored with
-``owner`` = a digest of the key (never the key) and are invisible (404) to
-other keys; their cached artifacts are kept apart too.
+``/openapi.yaml`` stay open, and so does a ``/v1`` view marked :func:`public`
+(only the job page's static shell, which reveals nothing about any job).
+Each key is an owner: its jobs are stored with ``owner`` = a digest of the
+key (never the key) and are invisible (404) to other keys; their cached
+artifacts are kept apart too.
 
 The presented key is hashed and compared with every known key's digest by
 :func:`hmac.compare_digest` (no early exit), so the time taken does not tell
@@ -65,6 +67,13 @@ class Keys:
         return None if found is None else "key-" + found.hex()[:32]
 
 
+def public(view):
+    """Serve ``view`` without a key (the caller is anonymous there).  Only for
+    responses that depend on no job, no owner and nothing stored."""
+    view.sca_public = True
+    return view
+
+
 def _unauthorised(message: str) -> ProblemError:
     return ProblemError(401, "Unauthorized", message, errors={"Authorization": [message]},
                         headers={"WWW-Authenticate": 'Bearer realm="sca"'})
@@ -75,7 +84,7 @@ def _authenticate():
     if not (path == "/v1" or path.startswith("/v1/")):
         return None
     keys = _keys()
-    if not keys:
+    if not keys or _is_public():
         g.sca_owner = ANONYMOUS
         return None
     header = request.headers.get("Authorization", "")
@@ -93,6 +102,13 @@ def _keys() -> Keys:
     from flask import current_app
 
     return current_app.extensions["sca_keys"]
+
+
+def _is_public() -> bool:
+    from flask import current_app
+
+    view = current_app.view_functions.get(request.endpoint) if request.endpoint else None
+    return getattr(view, "sca_public", False) is True
 
 
 def current_owner() -> str | None:

@@ -9,15 +9,15 @@ from __future__ import annotations
 
 import os
 
+from worker.config import DEFAULTS as WORKER_DEFAULTS
+
 MIB = 1024 * 1024
 
 DEFAULTS = {
-    # Redis for broker, results, artifacts and jobs; unset = the embedded default.
-    "REDIS_URL": None,
-    "SCA_JOB_TTL": 86_400,
+    # The worker's settings (Redis, TTL, chunks, task limits, heartbeats) are
+    # shared: the service passes them on to the Celery client and the store.
+    **WORKER_DEFAULTS,
     "SCA_MAX_BODY_BYTES": 512 * MIB,
-    "SCA_CHUNK_BYTES": 64 * MIB,
-    "SCA_KEY_PREFIX": "sca:",
     # Size limits (413 when exceeded).
     "SCA_MAX_N": 1_000_000,
     "SCA_MAX_DENSE_N": 20_000,
@@ -30,11 +30,6 @@ DEFAULTS = {
     "SCA_MAX_STARTS": 1_000,
     # Threads running jobs in the embedded default.
     "SCA_EMBEDDED_WORKERS": 2,
-    # Passed on to the Celery client (see worker.config).
-    "SCA_TASK_TIME_LIMIT": 3_000,
-    "SCA_TASK_SOFT_TIME_LIMIT": 2_900,
-    "SCA_VISIBILITY_TIMEOUT": 3_600,
-    "SCA_REDIS_TIMEOUT": 10,
     # Access: API keys (comma-separated, and/or one per line in a file).  With
     # REDIS_URL the API refuses to start without keys unless SCA_ALLOW_ANONYMOUS=1.
     "SCA_API_KEYS": None,
@@ -65,7 +60,4 @@ def from_env(environ=None) -> dict:
 
 def worker_settings(config) -> dict:
     """The subset of the Flask config that the worker package understands."""
-    names = ("REDIS_URL", "SCA_JOB_TTL", "SCA_CHUNK_BYTES", "SCA_KEY_PREFIX",
-             "SCA_TASK_TIME_LIMIT", "SCA_TASK_SOFT_TIME_LIMIT", "SCA_VISIBILITY_TIMEOUT",
-             "SCA_REDIS_TIMEOUT")
-    return {name: config.get(name) for name in names}
+    return {name: config.get(name) for name in WORKER_DEFAULTS}

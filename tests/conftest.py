@@ -37,6 +37,16 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def stop_process(process: subprocess.Popen, grace: float = 20) -> None:
+    """Terminate a child process; kill it if it has not exited within ``grace`` s."""
+    process.terminate()
+    try:
+        process.wait(grace)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(10)
+
+
 def _answers(url: str, timeout: float = 1.0) -> bool:
     import redis
 

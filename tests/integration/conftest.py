@@ -15,7 +15,7 @@ import pytest
 import requests
 from werkzeug.serving import make_server
 
-from tests.conftest import ROOT, free_port
+from tests.conftest import ROOT, free_port, stop_process
 
 #: Small chunks, so that every artifact over 1 MB is stored in several values.
 CHUNK_BYTES = 1024 * 1024
@@ -52,15 +52,6 @@ def start_worker(env: dict, log_path: Path, name: str, concurrency: int = 2) -> 
     return process
 
 
-def stop_worker(process: subprocess.Popen) -> None:
-    process.terminate()
-    try:
-        process.wait(20)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait(10)
-
-
 class Workers:
     """Two ``celery worker`` processes sharing the one Redis; their logs."""
 
@@ -83,7 +74,7 @@ def celery_worker(worker_env, tmp_path_factory):
         yield Workers(logs)
     finally:
         for process in processes:
-            stop_worker(process)
+            stop_process(process)
 
 
 @pytest.fixture(scope="session")

@@ -48,10 +48,26 @@ def page(browser):
 
 
 def _images_loaded(page) -> None:
+    """The plots are shown, each fetched by the page's script and shown from a blob: URL."""
     page.wait_for_function("""() => {
         const imgs = [...document.querySelectorAll('img[data-plot]')];
-        return imgs.length >= 4 && imgs.every(i => i.complete && i.naturalWidth === 800);
+        return imgs.length >= 4 && imgs.every(i => i.complete && i.naturalWidth === 800
+                                               && i.src.startsWith('blob:'));
     }""")
+
+
+def _ask_for_roses_cluster(page) -> None:
+    from playwright.sync_api import expect
+
+    page.fill("#element", "Rose")
+    page.select_option("#query-kind", "custom")
+    page.click("#ask")
+    answer = page.locator("#answer-cluster li")
+    expect(answer).to_have_count(3)
+    assert set(answer.all_inner_texts()) == {"Rose", "Cobb", "Fisk"}
+    expect(page.locator("#answer-title")).to_contain_text("Custom cluster of Rose")
+    page.wait_for_function("() => document.getElementById('answer-plot').naturalWidth"
+                           " === 800")
 
 
 def test_baseball_on_the_job_page(page):
@@ -70,19 +86,95 @@ def test_baseball_on_the_job_page(page):
         _images_loaded(page)
         assert page.locator('img[data-plot="membership"]').count() == 0  # one start
 
-        page.fill("#element", "Rose")
-        page.select_option("#query-kind", "custom")
-        page.click("#ask")
-        answer = page.locator("#answer-cluster li")
-        expect(answer).to_have_count(3)
-        assert set(answer.all_inner_texts()) == {"Rose", "Cobb", "Fisk"}
-        expect(page.locator("#answer-title")).to_contain_text("Custom cluster of Rose")
-        page.wait_for_function("() => document.getElementById('answer-plot').naturalWidth"
-                               " === 800")
+        expect(page.locator("#key-section")).to_be_hidden()  # no keys: none asked for
+        _ask_for_roses_cluster(page)
         ARTIFACTS.mkdir(parents=True, exist_ok=True)
         shot = ARTIFACTS / "job-page-baseball.png"
         page.screenshot(path=str(shot), full_page=True)
         assert shot.stat().st_size > 10_000
+
+        # The shell is the same for any id; the page reports the API's 404.
+        page.goto(url + "/v1/jobs/nope/view")
+        expect(page.locator("#status")).to_have_text("not found")
+        expect(page.locator("#job-error")).to_contain_text("404")
+        expect(page.locator("#result-section")).to_be_hidden()
+
+
+KEY, OTHER_KEY = "page-key-0123456789abcdef", "other-key-fedcba9876543210"
+
+
+def test_job_page_with_api_keys(page):
+    """With SCA_API_KEYS the page asks for a key, shows the API's 401 and 404, and with
+    the right key shows the job; the key goes only into headers, never into a URL."""
+    from playwright.sync_api import expect
+
+    app = create_app({"TESTING": True, "REDIS_URL": None,
+                      "SCA_API_KEYS": f"{KEY},{OTHER_KEY}"})
+    with serve(app) as url:
+        job = Client(url, api_key=KEY).submit(consensus=BASEBALL_S, ids=BASEBALL_IDS)
+        view = url + job.accepted["links"]["view"]
+        sent = []
+        page.on("request", lambda request: sent.append(request))
+        page.goto(view)
+        key_section, key_error = page.locator("#key-section"), page.locator("#key-error")
+        expect(key_section).to_be_visible()
+        expect(page.locator("#status")).to_have_text("API key needed")
+        expect(key_error).to_be_hidden()
+        expect(page.locator("#job-id")).to_have_text(job.id)
+
+        page.fill("#api-key", "wrong-key")
+        page.click("#use-key")
+        expect(key_error).to_have_text("401 Unauthorized: the API key is not valid")
+        expect(key_section).to_be_visible()
+        assert page.evaluate("sessionStorage.length") == 0  # a refused key is forgotten
+
+        page.fill("#api-key", OTHER_KEY)  # a valid key that does not own the job
+        page.click("#use-key")
+        expect(page.locator("#job-error")).to_contain_text("404")
+        expect(page.locator("#status")).to_have_text("not found")
+        page.click("#forget-key")  # forgets the key and reloads: asked again
+        expect(key_section).to_be_visible()
+        assert page.evaluate("sessionStorage.length") == 0
+
+        page.fill("#api-key", KEY)
+        page.press("#api-key", "Enter")
+        expect(page.locator("#status")).to_have_text("succeeded")
+        expect(key_section).to_be_hidden()
+        expect(page.locator("#k")).to_have_text("2")
+        rows = page.locator("#clusters tbody tr")
+        expect(rows).to_have_count(2)
+        members = sorted(sorted(text.split(", ")) for text in
+                         rows.locator("td.members").all_inner_texts())
+        assert members == [["Cobb", "Fisk", "Rose"], ["Mays", "Ott", "Ruth"]]
+        _images_loaded(page)
+        _ask_for_roses_cluster(page)
+        assert page.evaluate("document.getElementById('answer-plot').src").startswith("blob:")
+
+        with page.expect_popup() as opened:  # an SVG link: fetched with the key, shown as a blob
+            page.click('#plots figcaption a >> nth=0')
+        popup = opened.value
+        popup.wait_for_url(lambda target: target.startswith("blob:"), wait_until="commit")
+        popup.wait_for_function("() => document.documentElement.localName === 'svg'")
+        popup.close()
+
+        assert page.evaluate("sessionStorage.getItem('sca-api-key')") == KEY
+        assert page.evaluate("localStorage.length") == 0
+        api_calls = [r for r in sent if r.resource_type in ("fetch", "xhr")]
+        assert len(api_calls) >= 10
+        for request in sent:
+            # Nothing leaves the origin (the plots' blob: URLs are this origin's too).
+            assert request.url.startswith((url + "/", f"blob:{url}/")), request.url
+            assert KEY not in request.url and "wrong-key" not in request.url
+        for request in api_calls:
+            authorization = request.all_headers().get("authorization")
+            assert authorization in (None, f"Bearer {KEY}", f"Bearer {OTHER_KEY}",
+                                     "Bearer wrong-key"), authorization
+        after = api_calls[[r.all_headers().get("authorization") for r in api_calls]
+                          .index(f"Bearer {KEY}"):]
+        assert all(r.all_headers().get("authorization") == f"Bearer {KEY}" for r in after)
+        assert {r.url.split("?")[0].rsplit("/", 1)[-1] for r in after} >= {
+            job.id, "spectrum.png", "trace.png", "consensus.png", "histogram.png",
+            "custom-clusters", "custom.png", "spectrum.svg"}
 
 
 class Gate:

@@ -18,7 +18,7 @@ from contextlib import contextmanager
 import requests
 from werkzeug.serving import make_server
 
-from tests.conftest import ROOT, free_port
+from tests.conftest import ROOT, free_port, stop_process
 
 
 @contextmanager
@@ -71,10 +71,5 @@ def sca_serve():
             raise RuntimeError(f"{exc}; its log:\n{log.read().decode(errors='replace')}") from None
         yield url
     finally:
-        process.terminate()
-        try:
-            process.wait(15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(5)
+        stop_process(process, 15)
         log.close()

@@ -13,9 +13,10 @@ import pytest
 import redis
 from openapi_spec_validator import validate
 
-from tests.conftest import BASEBALL_IDS, BASEBALL_S, DATA
+from tests.conftest import BASEBALL_IDS, BASEBALL_S, DATA, free_port
 from tests.service.conftest import ContractError, wait_for
 from worker.stages import artifact_keys
+from worker.store import RedisStore
 
 
 def test_spec_is_valid_openapi_31(spec):
@@ -77,7 +78,7 @@ def test_every_documented_status(client, idle_client, make_client, spec):
     hit(client, "get", "/v1/jobs/nope/plots/spectrum.png", 404)
     hit(client, "get", f"{base}/plots/custom.png", 422)
     hit(client, "get", f"{base}/view", 200)
-    hit(client, "get", "/v1/jobs/nope/view", 404)
+    hit(client, "get", "/v1/jobs/nope/view", 200)  # a static shell, the same for any id
     queued = hit(idle_client, "post", "/v1/jobs", 202, json=body).get_json()["id"]
     hit(idle_client, "post", f"/v1/jobs/{queued}/custom-clusters", 409, json={"element": 0})
     hit(idle_client, "get", f"/v1/jobs/{queued}/elements/0/similar", 409)
@@ -98,10 +99,14 @@ def test_every_documented_status(client, idle_client, make_client, spec):
                                  ("get", "/v1/jobs/x", {}), ("delete", "/v1/jobs/x", {}),
                                  ("post", "/v1/jobs/x/custom-clusters", {"json": {"element": 0}}),
                                  ("get", "/v1/jobs/x/elements/0/similar", {}),
-                                 ("get", "/v1/jobs/x/plots/spectrum.png", {}),
-                                 ("get", "/v1/jobs/x/view", {})):
+                                 ("get", "/v1/jobs/x/plots/spectrum.png", {})):
         response = hit(down, method, path, 503, **kwargs)
         assert response.headers["Retry-After"]
+    # The page's shell touches no job: only the request-rate counter in Redis can be down.
+    dead_redis = RedisStore.from_url(f"redis://127.0.0.1:{free_port()}/0", timeout=0.5)
+    response = hit(make_client(SCA_STORE=dead_redis, SCA_QUEUE=_DeadQueue()), "get",
+                   "/v1/jobs/x/view", 503)
+    assert response.headers["Retry-After"]
 
     # 401 without a valid key, 429 over the per-key request rate.
     keyed = make_client(SCA_API_KEYS="key-1", SCA_RATE_LIMIT=1)
@@ -114,6 +119,11 @@ def test_every_documented_status(client, idle_client, make_client, spec):
         assert 429 in statuses, statuses
         template = next(p for p in spec["paths"] if _matches(p, path))
         seen.add((template, method, "429"))
+    # The page's shell needs no key; it counts against the anonymous request rate.
+    hit(keyed, "get", "/v1/jobs/x/view", 200)
+    statuses = [keyed.get("/v1/jobs/x/view").status_code for _ in range(4)]
+    assert 429 in statuses, statuses
+    seen.add(("/v1/jobs/{id}/view", "get", "429"))
 
     documented = {(path, method, status) for path, item in spec["paths"].items()
                   for method, op in item.items() if method in ("get", "post", "delete")
@@ -125,7 +135,7 @@ V1_CALLS = (("post", "/v1/jobs", {"json": {"consensus": BASEBALL_S}}),
             ("get", "/v1/jobs/x", {}), ("delete", "/v1/jobs/x", {}),
             ("post", "/v1/jobs/x/custom-clusters", {"json": {"element": 0}}),
             ("get", "/v1/jobs/x/elements/0/similar", {}),
-            ("get", "/v1/jobs/x/plots/spectrum.png", {}), ("get", "/v1/jobs/x/view", {}))
+            ("get", "/v1/jobs/x/plots/spectrum.png", {}))
 
 
 def test_raw_data_queries_conform(client):
