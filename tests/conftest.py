@@ -75,7 +75,7 @@ def redis_server():
             return
     binary = shutil.which("redis-server")
     if binary is None:
-        pytest.fail("no Redis reachable and no redis-server binary: `make install` installs one")
+        pytest.fail("no Redis reachable and no redis-server binary: `make install-test` installs one")
     port = free_port()
     process = subprocess.Popen([binary, "--port", str(port), "--save", "", "--appendonly", "no"],
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

@@ -1,6 +1,6 @@
 """The job page in a real headless Chromium (Playwright driving Debian's /usr/bin/chromium).
 
-``make install`` installs Chromium when it is missing; a machine without it
+``make install-test`` installs Chromium when it is missing; a machine without it
 fails here (it is never skipped).  Screenshots are kept in tests/artifacts/.
 """
 
@@ -25,7 +25,7 @@ TIMEOUT_MS = 30_000
 @pytest.fixture(scope="module")
 def browser():
     if not os.access(CHROMIUM, os.X_OK):
-        pytest.fail(f"no Chromium at {CHROMIUM}: run `make install` as root (it installs "
+        pytest.fail(f"no Chromium at {CHROMIUM}: run `make install-test` as root (it installs "
                     "Debian's chromium) or `apt-get install -y chromium`")
     from playwright.sync_api import sync_playwright
 
