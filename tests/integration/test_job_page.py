@@ -70,20 +70,27 @@ def _ask_for_roses_cluster(page) -> None:
                            " === 800")
 
 
+def _expect_baseball_result(page) -> None:
+    """The finished baseball job: k = 2, both clusters listed, every plot loaded."""
+    from playwright.sync_api import expect
+
+    expect(page.locator("#status")).to_have_text("succeeded")
+    expect(page.locator("#k")).to_have_text("2")
+    rows = page.locator("#clusters tbody tr")
+    expect(rows).to_have_count(2)
+    members = sorted(sorted(text.split(", ")) for text in
+                     rows.locator("td.members").all_inner_texts())
+    assert members == [["Cobb", "Fisk", "Rose"], ["Mays", "Ott", "Ruth"]]
+    _images_loaded(page)
+
+
 def test_baseball_on_the_job_page(page):
     from playwright.sync_api import expect
 
     with sca_serve() as url:
         job = Client(url).submit(consensus=BASEBALL_S, ids=BASEBALL_IDS)
         page.goto(url + job.accepted["links"]["view"])
-        expect(page.locator("#status")).to_have_text("succeeded")
-        expect(page.locator("#k")).to_have_text("2")
-        rows = page.locator("#clusters tbody tr")
-        expect(rows).to_have_count(2)
-        members = sorted(sorted(text.split(", ")) for text in
-                         rows.locator("td.members").all_inner_texts())
-        assert members == [["Cobb", "Fisk", "Rose"], ["Mays", "Ott", "Ruth"]]
-        _images_loaded(page)
+        _expect_baseball_result(page)
         assert page.locator('img[data-plot="membership"]').count() == 0  # one start
 
         expect(page.locator("#key-section")).to_be_hidden()  # no keys: none asked for
@@ -138,15 +145,8 @@ def test_job_page_with_api_keys(page):
 
         page.fill("#api-key", KEY)
         page.press("#api-key", "Enter")
-        expect(page.locator("#status")).to_have_text("succeeded")
+        _expect_baseball_result(page)
         expect(key_section).to_be_hidden()
-        expect(page.locator("#k")).to_have_text("2")
-        rows = page.locator("#clusters tbody tr")
-        expect(rows).to_have_count(2)
-        members = sorted(sorted(text.split(", ")) for text in
-                         rows.locator("td.members").all_inner_texts())
-        assert members == [["Cobb", "Fisk", "Rose"], ["Mays", "Ott", "Ruth"]]
-        _images_loaded(page)
         _ask_for_roses_cluster(page)
         assert page.evaluate("document.getElementById('answer-plot').src").startswith("blob:")
 
