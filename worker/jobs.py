@@ -41,9 +41,9 @@ FINISHED = ("succeeded", "failed", "cancelled")
 INPUT_KINDS = ("data", "consensus", "labels")
 
 #: Options and their defaults (those of the core's ``sca.iterate``/``sca.spectrum``).
-SPECTRAL_OPTIONS = {"k": None, "k_hat": None}
+SPECTRAL_OPTIONS = {"k": None, "k_hat": None, "rule": "gap", "min_k": 2, "max_k": None}
 ITERATION_OPTIONS = {"seed": 0, "starts": 1, "stable": 6, "max_iterations": 1000,
-                     "split": "kmeans", "trace": False}
+                     "split": "kmeans", "trace": False, "reconsensus": False}
 ENSEMBLE_OPTIONS = {"ensemble_seed": 0}
 DEFAULT_OPTIONS = {**SPECTRAL_OPTIONS, **ITERATION_OPTIONS, **ENSEMBLE_OPTIONS}
 

@@ -135,7 +135,9 @@ def spectral(store: ArtifactStore, record: dict) -> None:
     keys = _keys(record)
     _, P = load_balanced(store, record)
     options = record["options"]
-    found = sca.spectrum(P, k=options.get("k"), k_hat=options.get("k_hat"))
+    found = sca.spectrum(P, k=options.get("k"), k_hat=options.get("k_hat"),
+                         min_k=options.get("min_k", 2), max_k=options.get("max_k"),
+                         rule=options.get("rule", "gap"))
     store.save_json(keys["spectrum"], jsonable({
         "eigenvalues": found.eigenvalues, "k": int(found.k), "lambda2": found.lambda2,
         "gap": found.gap, "rule": found.rule}))
@@ -149,7 +151,8 @@ def iteration(store: ArtifactStore, record: dict) -> None:
     info = store.load_json(keys["balance"])
     o = record["options"]
     found = sca.iterate(P, spec["k"], seed=o["seed"], starts=o["starts"], stable=o["stable"],
-                        max_iterations=o["max_iterations"], split=o["split"], trace=o["trace"])
+                        max_iterations=o["max_iterations"], split=o["split"], trace=o["trace"],
+                        reconsensus=o.get("reconsensus", False))
     spectrum_result = SimpleNamespace(
         k=spec["k"], eigenvalues=np.asarray(spec["eigenvalues"], dtype=float),
         lambda2=spec["lambda2"], rule=spec["rule"],

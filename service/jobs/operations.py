@@ -48,6 +48,8 @@ def submit(job: JobInput, owner: str | None = None) -> dict:
         raise invalid("options.k", f"k must be at most n = {n}, got {options['k']}")
     if options["k_hat"] is not None and options["k_hat"] >= n:
         raise invalid("options.k_hat", f"k_hat must be below n = {n}, got {options['k_hat']}")
+    if options["min_k"] >= n:
+        raise invalid("options.min_k", f"min_k must be below n = {n}, got {options['min_k']}")
     hashes = content_hashes(job.kind, job.arrays, job.source, options, scope=owner or "")
     job_id = new_job_id()
     record = new_record(job_id, job.kind, n, job.source, options, hashes, owner=owner)

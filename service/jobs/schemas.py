@@ -29,6 +29,11 @@ def _int(minimum=None, maximum=None, **kwargs):
                           **kwargs)
 
 
+def _bool():
+    """A JSON boolean: true or false only (not "yes", 1 or "on")."""
+    return fields.Boolean(truthy={True}, falsy={False}, load_default=None, allow_none=True)
+
+
 class EnsembleItemSchema(BaseSchema):
     algorithm = fields.String(required=True, validate=validate.OneOf(("kmeans", "nmf")))
     k = fields.Raw(required=True)
@@ -90,13 +95,21 @@ def _schemas(limit_k, limit_k_hat, limit_iterations, limit_starts):
         starts = _int(1, limit_starts, load_default=None, allow_none=True)
         split = fields.String(load_default=None, allow_none=True,
                               validate=validate.OneOf(SPLITS))
-        trace = fields.Boolean(load_default=None, allow_none=True)
+        trace = _bool()
+        rule = fields.String(load_default=None, allow_none=True,
+                             validate=validate.OneOf(("gap", "perron")))
+        min_k = _int(1, limit_k, load_default=None, allow_none=True)
+        max_k = _int(1, limit_k, load_default=None, allow_none=True)
+        reconsensus = _bool()
 
         @validates_schema
         def _check(self, data, **kwargs):
             if data.get("k") is not None and data.get("k_hat") is not None \
                     and data["k"] >= data["k_hat"]:
                 raise ValidationError("must be below k_hat", "k")
+            if data.get("min_k") is not None and data.get("max_k") is not None \
+                    and data["max_k"] < data["min_k"]:
+                raise ValidationError("must be at least min_k", "max_k")
 
     class JobRequestSchema(BaseSchema):
         data = fields.Raw()

@@ -173,3 +173,31 @@ def test_failed_job_reports_a_problem(client):
     error = job["error"]
     assert error["status"] == 422 and error["stage"] == "iteration"
     assert "options.max_iterations" in error["errors"]
+
+
+def test_papers_algorithm_and_k_range_are_options(client):
+    wait_for(client, submit(client, BASEBALL).get_json()["id"])
+    paper = dict(BASEBALL, options={"rule": "perron", "split": "gaps", "starts": 1})
+    job = wait_for(client, submit(client, paper).get_json()["id"])
+    assert job["status"] == "succeeded"
+    assert set(job["timings"]) == {"spectral", "iteration"}  # balanced matrix reused
+    assert job["result"]["rule"] == "perron" and job["result"]["k"] == 2
+    assert sorted(map(sorted, job["result"]["clusters"])) == sorted(map(sorted, TEAMS))
+    ranged = dict(BASEBALL, options={"min_k": 3, "max_k": 4, "reconsensus": True, "starts": 4})
+    job = wait_for(client, submit(client, ranged).get_json()["id"])
+    assert job["status"] == "succeeded" and job["result"]["k"] in (3, 4)
+    assert len(job["result"]["solutions"]) == 1  # re-consensus ends with one solution
+
+
+@pytest.mark.parametrize("options, field", [
+    ({"rule": "elbow"}, "options.rule"),
+    ({"min_k": 0}, "options.min_k"),
+    ({"min_k": 6}, "options.min_k"),
+    ({"min_k": 3, "max_k": 2}, "options.max_k"),
+    ({"reconsensus": "yes"}, "options.reconsensus"),
+])
+def test_bad_k_rule_options(client, options, field):
+    response = client.post("/v1/jobs", json=dict(BASEBALL, options=options))
+    assert response.status_code == 422
+    assert response.content_type == "application/problem+json"
+    assert field in response.get_json()["errors"]
