@@ -28,6 +28,8 @@ DENSE_SPECTRUM_MAX_N = 1000
 GRAM_MAX_K = 2048
 _GRAM_BLOCK_ROWS = 4096
 _CHUNK_ROWS = 65536
+#: Entries of a dense n x step block formed at once by the generic B^T S B.
+_SANDWICH_ENTRIES = 8_000_000
 _DENSE_EDGE_MAX_K = 4096
 
 
@@ -96,12 +98,34 @@ class ConsensusOperator:
         return int(count), labels[: self.n]
 
     def block_sums(self, labels: np.ndarray) -> np.ndarray:
-        """``c x c`` matrix of ``e_a^T (D S D) e_b`` over clusters ``a, b``."""
-        labels = np.asarray(labels)
+        """``c x c`` matrix of ``e_a^T (D S D) e_b`` over groups ``a, b`` of ``labels``.
+
+        The scaling is folded into the sparse indicator ``B = D E``, so each
+        form only computes ``B^T S B`` (:meth:`_sandwich`), never S itself.
+        """
+        labels = np.asarray(labels, dtype=np.int64)
         count = int(labels.max()) + 1
-        E = np.zeros((self.n, count))
-        E[np.arange(self.n), labels] = 1.0
-        return E.T @ self.matmat(E)
+        weights = np.ones(self.n) if self.scale is None else self.scale
+        B = sp.csr_array((weights, (np.arange(self.n), labels)), shape=(self.n, count))
+        return self._sandwich(B)
+
+    def _sandwich(self, B: sp.csr_array) -> np.ndarray:
+        """``B^T S B`` for a sparse ``n x c`` B, a few columns of products at a time."""
+        c = B.shape[1]
+        step = max(1, _SANDWICH_ENTRIES // self.n)
+        out = np.empty((c, c))
+        for start in range(0, c, step):
+            out[:, start:start + step] = B.T @ self._product(B[:, start:start + step].toarray())
+        return out
+
+    def entries(self, rows, cols) -> np.ndarray:
+        """The entries ``(D S D)_ij`` for index arrays ``rows`` and ``cols``."""
+        rows, cols = np.asarray(rows), np.asarray(cols)
+        values = np.asarray(self._raw_entries(rows, cols), dtype=float)
+        return values if self.scale is None else values * self.scale[rows] * self.scale[cols]
+
+    def _raw_entries(self, rows, cols):
+        raise NotImplementedError
 
     def eigenvalues(self, k_hat: int | None = None) -> np.ndarray:
         """The ``k_hat`` largest eigenvalues of ``D S D``, descending (all if None).
@@ -162,6 +186,9 @@ class DenseOperator(ConsensusOperator):
     def _raw_diagonal(self):
         return np.diag(self.S).copy()
 
+    def _raw_entries(self, rows, cols):
+        return self.S[rows, cols]
+
     def _pattern(self):
         return sp.csr_array(self.S != 0)
 
@@ -190,6 +217,12 @@ class SparseOperator(ConsensusOperator):
 
     def _raw_diagonal(self):
         return self.S.diagonal()
+
+    def _raw_entries(self, rows, cols):
+        return np.asarray(self.S[rows, cols]).ravel()
+
+    def _sandwich(self, B):
+        return np.asarray((B.T @ self.S @ B).toarray())
 
     def _pattern(self):
         return self.S
@@ -226,6 +259,13 @@ class FactoredOperator(ConsensusOperator):
 
     def _raw_diagonal(self):
         return np.asarray(self.H.multiply(self.H).sum(axis=1)).ravel()
+
+    def _raw_entries(self, rows, cols):
+        return np.asarray(self.H[rows].multiply(self.H[cols]).sum(axis=1)).ravel()
+
+    def _sandwich(self, B):
+        A = B.T @ self.H  # c x K: B^T S B = A A^T
+        return np.asarray((A @ A.T).toarray())
 
     def _pattern(self):
         """Cluster graph: clusters a, b joined when an element lies in both.

@@ -10,6 +10,7 @@ their results have the same shape: ``k``, ``clusters`` (lists of ids, or
 from __future__ import annotations
 
 import time
+from collections import Counter
 from contextlib import contextmanager
 
 import numpy as np
@@ -18,7 +19,7 @@ from .balance import DEFAULT_MAX_ITER, DEFAULT_TOL, balance
 from .clustering import DEFAULT_MAX_ITERATIONS, DEFAULT_STABLE, DEFAULT_STARTS, iterate
 from .custom import custom_cluster, neighbours
 from .diagnostics import uncoupling_measure
-from .ensemble import check_ensemble_data, ensemble_plan, ensemble_run
+from .ensemble import ensemble_labels
 from .errors import SCAError
 from .inputs import check_data, consensus_operator, membership_operator, snn_operator
 from .spectral import spectrum
@@ -47,14 +48,9 @@ def check_ids(ids, n: int):
     ids = [str(i) for i in ids]
     if len(ids) != n:
         raise SCAError(f"ids has {len(ids)} entries for n = {n} elements", "ids")
-    if len(set(ids)) != n:
-        seen, repeated = set(), None
-        for i in ids:
-            if i in seen:
-                repeated = i
-                break
-            seen.add(i)
-        raise SCAError(f"ids must be distinct; {repeated!r} repeats", "ids")
+    repeated = [i for i, count in Counter(ids).items() if count > 1]
+    if repeated:
+        raise SCAError(f"ids must be distinct; {repeated[0]!r} repeats", "ids")
     return ids
 
 
@@ -98,13 +94,9 @@ def build_operator(data=None, ensemble=None, consensus=None, labels=None, snn=No
             X = check_data(data)
             return snn_operator(X, kappa, metric), X
     with timed(timings, "ensemble"):
-        plan = ensemble_plan(ensemble, seed)
-        X = check_ensemble_data(data, plan)
-        runs = np.empty((X.shape[0], len(plan)), dtype=np.int32)
-        for j, run in enumerate(plan):
-            runs[:, j] = ensemble_run(X, run)
-            if progress is not None:
-                progress("ensemble", (j + 1) / len(plan))
+        X = check_data(data)
+        runs = ensemble_labels(X, ensemble, seed, progress=None if progress is None else (
+            lambda done, total: progress("ensemble", done / total)))
     with timed(timings, "consensus"):
         return membership_operator(runs), X
 

@@ -1,7 +1,7 @@
 """What the plots show, computed with numpy only (no matplotlib here).
 
 Every function works through the :class:`~sca.operators.ConsensusOperator`
-interface, so a plot of a million-element job costs a few products with S,
+interface (``block_sums``, ``entries``, ``matmat``), so a plot of a million-element job costs a few products with S,
 never an ``n x n`` array:
 
 * :func:`aggregate` -- S reordered by cluster and averaged over at most
@@ -16,7 +16,6 @@ never an ``n x n`` array:
 from __future__ import annotations
 
 import numpy as np
-import scipy.sparse as sp
 
 from ..iteration import random_start
 from ..operators import ConsensusOperator
@@ -25,8 +24,6 @@ from ..operators import ConsensusOperator
 MAX_CELLS = 300
 #: Pairs in the histogram; above this the pairs are a uniform sample.
 MAX_PAIRS = 200_000
-#: Entries of a dense product ``S B`` formed at once by the generic aggregation.
-_CHUNK_ENTRIES = 8_000_000
 
 
 def cluster_order(labels) -> tuple[np.ndarray, np.ndarray]:
@@ -57,31 +54,6 @@ def sample_elements(labels, limit: int) -> np.ndarray:
     return np.concatenate(picked)
 
 
-def _indicator(bins: np.ndarray, g: int) -> sp.csr_array:
-    n = bins.size
-    return sp.csr_array((np.ones(n), (np.arange(n), bins)), shape=(n, g))
-
-
-def _block_sums(S: ConsensusOperator, B: sp.csr_array) -> np.ndarray:
-    """``B^T S B`` (with S's scaling) without forming S."""
-    kind = getattr(S, "kind", "")
-    scale = S.scale
-    if kind == "factored":
-        H = S.H if scale is None else sp.diags_array(scale) @ S.H
-        A = B.T @ H
-        return np.asarray((A @ A.T).toarray())
-    if kind == "sparse":
-        M = S.S if scale is None else sp.diags_array(scale) @ S.S @ sp.diags_array(scale)
-        return np.asarray((B.T @ M @ B).toarray())
-    g = B.shape[1]
-    step = max(1, _CHUNK_ENTRIES // max(1, S.n))
-    out = np.empty((g, g))
-    for start in range(0, g, step):
-        block = B[:, start:start + step].toarray()
-        out[:, start:start + step] = B.T @ S.matmat(block)
-    return out
-
-
 def aggregate(S: ConsensusOperator, labels, max_cells: int = MAX_CELLS) -> dict:
     """S reordered by cluster, as block means over at most ``max_cells`` bins a side.
 
@@ -99,26 +71,9 @@ def aggregate(S: ConsensusOperator, labels, max_cells: int = MAX_CELLS) -> dict:
     position[order] = np.arange(n)
     bins = np.searchsorted(edges, position, side="right") - 1
     counts = np.diff(edges).astype(float)
-    sums = _block_sums(S, _indicator(bins, g))
+    sums = S.block_sums(bins)
     return {"image": sums / np.outer(counts, counts), "edges": edges, "order": order,
             "bounds": bounds}
-
-
-def entries(S: ConsensusOperator, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
-    """The entries ``s_ij`` for index arrays ``rows`` and ``cols`` (with S's scaling)."""
-    rows, cols = np.asarray(rows), np.asarray(cols)
-    kind = getattr(S, "kind", "")
-    if kind == "dense":
-        values = S.S[rows, cols]
-    elif kind == "sparse":
-        values = np.asarray(S.S.tocsr()[rows, cols]).ravel()
-    elif kind == "factored":
-        values = np.asarray(S.H[rows].multiply(S.H[cols]).sum(axis=1)).ravel()
-    else:
-        raise TypeError(f"no entry access for operator kind {kind!r}")
-    if S.scale is not None:
-        values = values * S.scale[rows] * S.scale[cols]
-    return np.asarray(values, dtype=float)
 
 
 def consensus_values(S: ConsensusOperator, max_pairs: int = MAX_PAIRS, seed: int = 0):
@@ -131,13 +86,13 @@ def consensus_values(S: ConsensusOperator, max_pairs: int = MAX_PAIRS, seed: int
     total = n * (n - 1) // 2
     if total <= max_pairs:
         rows, cols = np.triu_indices(n, k=1)
-        return entries(S, rows, cols), total, False
+        return S.entries(rows, cols), total, False
     rng = np.random.default_rng(seed)
     rows = rng.integers(0, n, size=2 * max_pairs)
     cols = rng.integers(0, n, size=2 * max_pairs)
     keep = rows != cols
     rows, cols = rows[keep][:max_pairs], cols[keep][:max_pairs]
-    return entries(S, np.minimum(rows, cols), np.maximum(rows, cols)), total, True
+    return S.entries(np.minimum(rows, cols), np.maximum(rows, cols)), total, True
 
 
 def standardise(x: np.ndarray) -> np.ndarray:

@@ -98,3 +98,15 @@ def test_uncoupled_consensus_is_reported_and_balanced():
         spec = sca.spectrum(balanced.P)
         assert spec.k == 2
         assert sca.iterate(balanced.P, 2, split="gaps").labels.tolist() == [0, 0, 0, 1, 1]
+
+
+def test_entries_and_block_sums_agree_across_forms(forms):
+    truth, ops = forms
+    rng = np.random.default_rng(2)
+    rows, cols = rng.integers(0, 300, 50), rng.integers(0, 300, 50)
+    for op in ops.values():
+        P = sca.balance(op).P
+        dense = P.to_dense()
+        assert np.allclose(P.entries(rows, cols), dense[rows, cols])
+        E = np.eye(3)[truth]
+        assert np.allclose(P.block_sums(truth), E.T @ dense @ E)
