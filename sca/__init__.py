@@ -11,7 +11,7 @@ Pure numerics (numpy, scipy, scikit-learn): no web framework, no queue.
 from .balance import BalanceResult, balance
 from .clustering import iterate
 from .custom import CustomResult, custom_cluster, neighbours
-from .diagnostics import clustering_errors, evaluate, uncoupling_measure
+from .diagnostics import clustering_errors, evaluate, matching, uncoupling_measure
 from .ensemble import ensemble_labels, ensemble_plan, ensemble_run
 from .errors import BalancingError, IterationError, SCAError
 from .inputs import consensus_operator, membership_matrix, membership_operator, snn_operator
@@ -26,7 +26,7 @@ __all__ = [
     "FactoredOperator", "IterationError", "IterationResult", "SCAError", "SparseOperator",
     "SpectrumResult", "balance", "cluster", "clustering_errors", "consensus_operator",
     "custom_cluster", "custom_result", "ensemble_labels", "ensemble_plan", "ensemble_run",
-    "evaluate", "gap_split", "iterate", "largest_gap_k", "membership_matrix",
+    "evaluate", "gap_split", "iterate", "largest_gap_k", "matching", "membership_matrix",
     "membership_operator", "neighbours", "operator_from_state", "operator_state",
     "perron_cluster", "result_dict", "run_stages", "snn_operator", "spectrum",
     "uncoupling_measure",

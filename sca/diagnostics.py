@@ -29,17 +29,31 @@ def uncoupling_measure(S: ConsensusOperator, labels) -> float:
     return float(1.0 - np.trace(blocks) / total) if total > 0 else 0.0
 
 
+def matching(labels, reference) -> np.ndarray:
+    """Best one-to-one matching of the clusters of ``labels`` to those of ``reference``.
+
+    Both are 0-based integer labels of the same elements.  Returns ``mapping``
+    with ``mapping[c]`` the reference cluster matched to cluster ``c`` (or -1
+    when ``labels`` has more clusters), maximising the total overlap
+    (``scipy.optimize.linear_sum_assignment``).
+    """
+    labels, reference = np.asarray(labels), np.asarray(reference)
+    overlap = np.zeros((int(labels.max()) + 1, int(reference.max()) + 1))
+    np.add.at(overlap, (labels, reference), 1)
+    rows, cols = linear_sum_assignment(-overlap)
+    mapping = np.full(overlap.shape[0], -1)
+    mapping[rows] = cols
+    return mapping
+
+
 def clustering_errors(labels, truth) -> int:
     """Misclustered elements under the best one-to-one matching of clusters."""
     labels, truth = np.asarray(labels), np.asarray(truth)
     if labels.shape != truth.shape:
         raise SCAError("labels and truth differ in length", "truth")
-    _, a = np.unique(labels, return_inverse=True)
-    _, b = np.unique(truth, return_inverse=True)
-    overlap = np.zeros((a.max() + 1, b.max() + 1))
-    np.add.at(overlap, (a, b), 1)
-    rows, cols = linear_sum_assignment(-overlap)
-    return int(labels.size - overlap[rows, cols].sum())
+    a = np.unique(labels, return_inverse=True)[1].ravel()
+    b = np.unique(truth, return_inverse=True)[1].ravel()
+    return int(np.sum(matching(a, b)[a] != b))
 
 
 def evaluate(labels, truth) -> dict:

@@ -30,11 +30,11 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy.optimize import linear_sum_assignment
 from sklearn.cluster import KMeans
 from threadpoolctl import threadpool_limits
 
-from .errors import IterationError, SCAError
+from .diagnostics import matching
+from .errors import SCAError
 from .operators import ConsensusOperator
 
 SPLITS = ("gaps", "kmeans")
@@ -231,13 +231,7 @@ def fuzzy_membership(runs: list[np.ndarray], reference: np.ndarray) -> np.ndarra
     n, k = reference.size, int(reference.max()) + 1
     membership = np.zeros((n, k))
     for labels in runs:
-        m = int(labels.max()) + 1
-        overlap = np.zeros((m, k))
-        np.add.at(overlap, (labels, reference), 1)
-        rows, cols = linear_sum_assignment(-overlap)
-        mapping = np.full(m, -1)
-        mapping[rows] = cols
-        mapped = mapping[labels]
+        mapped = matching(labels, reference)[labels]
         ok = mapped >= 0
         membership[np.flatnonzero(ok), mapped[ok]] += 1
     return membership / len(runs)
