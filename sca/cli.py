@@ -23,8 +23,8 @@ import numpy as np
 from .diagnostics import evaluate
 from .errors import SCAError
 from .io import read_ids, read_matrix_file
-from .pipeline import (DEFAULTS, build_operator, check_ids, custom_result, prepare,
-                       result_dict, run_stages)
+from .pipeline import (DEFAULTS, balance_dict, build_operator, check_ids, custom_result, prepare,
+                       result_dict, run_stages, spectrum_dict)
 from .progress import StageProgress
 
 _ENSEMBLE = re.compile(r"^(kmeans|nmf):(\d+(?:,\d+)*)x(\d+)$")
@@ -95,7 +95,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _inputs(args) -> tuple[dict, list | None]:
+def read_inputs(args) -> tuple[dict, list | None]:
     inputs, header = {}, None
     if args.data:
         inputs["data"], _ = read_matrix_file(args.data, "data")
@@ -122,7 +122,7 @@ def _options(args) -> dict:
 
 def run(args) -> dict:
     """Carry out a parsed command; returns the JSON-ready result."""
-    inputs, ids = _inputs(args)
+    inputs, ids = read_inputs(args)
     options = _options(args)
     timings: dict = {}
     with StageProgress() as bar:  # draws only when standard error is a terminal
@@ -135,7 +135,8 @@ def run(args) -> dict:
             _plots(args, None, custom=out)
             return out
         balanced, spec, result, timings = run_stages(S, options, timings, bar)
-    out = result_dict(S, balanced, spec, result, ids, timings)
+    out = result_dict(S, balanced.P, balance_dict(balanced), spectrum_dict(spec), result, ids,
+                      timings)
     _plots(args, out, S=S, P=balanced.P, ids=ids)
     if args.truth:
         truth, _ = read_matrix_file(args.truth, "truth")

@@ -14,8 +14,8 @@ import numpy as np
 from .balance import balance
 from .errors import IterationError, SCAError
 from .inputs import membership_operator
-from .iteration import (IterationResult, _check, evolve, fuzzy_membership, random_start,
-                        solutions_of)
+from .iteration import (IterationResult, check_iteration_options, evolve, fuzzy_membership,
+                        random_start, solutions_of)
 from .operators import ConsensusOperator
 
 DEFAULT_STABLE = 6
@@ -66,7 +66,7 @@ def iterate(P: ConsensusOperator, k: int, seed: int = 0, starts: int = DEFAULT_S
         While the starts disagree, build the consensus of their solutions and
         cluster it again (at most 10 rounds).
     """
-    _check(P, k, starts, stable, max_iterations, split)
+    check_iteration_options(P, k, starts, stable, max_iterations, split)
     n = P.n
     if k == 1:
         labels = np.zeros(n, dtype=np.int64)

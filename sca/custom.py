@@ -96,7 +96,7 @@ def custom_cluster(P: ConsensusOperator, element: int, k: int, min_size: int = 1
         last = seen.get("last")
         raise IterationError(
             f"no cluster of element {element} with size in [{min_size}, {max_size}] within "
-            f"{max_iterations} iterations", partial=last)
+            f"{max_iterations} iterations", partial=last, field="max_iterations")
     labels = runs[0]
     x = Y[:, 0]
     distance = np.abs(x - x[element])

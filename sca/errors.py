@@ -23,17 +23,18 @@ class BalancingError(SCAError):
     ``partial`` is the :class:`~sca.balance.BalanceResult` reached so far.
     """
 
-    def __init__(self, message: str, partial=None):
-        super().__init__(message, field="options.max_iterations")
+    def __init__(self, message: str, partial=None, field: str = "options.max_iterations"):
+        super().__init__(message, field)
         self.partial = partial
 
 
 class IterationError(SCAError):
     """The iteration stage hit its cap without a stable clustering.
 
-    ``partial`` holds the last clustering seen (labels or ``None``).
+    ``partial`` holds the last clustering seen (labels or ``None``); ``field``
+    is the iteration cap that was reached.
     """
 
-    def __init__(self, message: str, partial=None):
-        super().__init__(message, field="options.max_iterations")
+    def __init__(self, message: str, partial=None, field: str = "options.max_iterations"):
+        super().__init__(message, field)
         self.partial = partial

@@ -12,13 +12,17 @@ from __future__ import annotations
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.neighbors import NearestNeighbors
+from sklearn.neighbors import VALID_METRICS, NearestNeighbors
 
 from .errors import SCAError
 from .operators import DenseOperator, FactoredOperator, SparseOperator
 
 #: Relative tolerance for the symmetry check of a user's matrix.
 SYMMETRY_RTOL = 1e-8
+_BLOCK_ENTRIES = 4_000_000
+#: scikit-learn's neighbour metrics that need no extra parameters and take rows of data.
+SNN_METRICS = tuple(sorted(set(VALID_METRICS["brute"])
+                           - {"precomputed", "haversine", "mahalanobis", "seuclidean"}))
 
 
 def check_data(X, field: str = "data") -> np.ndarray:
@@ -36,16 +40,17 @@ def check_data(X, field: str = "data") -> np.ndarray:
     return X
 
 
-def consensus_operator(S, field: str = "consensus"):
-    """Validate a consensus / similarity matrix and wrap it as an operator.
+def check_consensus(S, field: str = "consensus"):
+    """Validate a consensus / similarity matrix without building anything from it.
 
     S must be square, finite, nonnegative, symmetric within a relative
     tolerance, with a positive diagonal (each element is similar to itself;
     Sec. 2.2 needs the positive diagonal for full indecomposability).
+    Symmetry is checked in row blocks, so no n x n temporary is formed.
 
     Returns
     -------
-    DenseOperator or SparseOperator
+    ndarray or scipy.sparse csr_array of float
     """
     if sp.issparse(S):
         S = sp.csr_array(S, dtype=float)
@@ -66,17 +71,63 @@ def consensus_operator(S, field: str = "consensus"):
     if values.size and values.min() < 0:
         raise SCAError(f"{field} has negative entries (min {values.min():g})", field)
     scale = float(values.max()) if values.size else 0.0
-    asym = abs(S - S.T)
-    worst = float(asym.max()) if asym.size else 0.0
+    worst = _asymmetry(S)
     if worst > SYMMETRY_RTOL * max(scale, 1.0):
         raise SCAError(f"{field} is not symmetric (max |S - S^T| = {worst:g})", field)
     diag = S.diagonal()
     if np.any(diag <= 0):
         bad = int(np.flatnonzero(diag <= 0)[0])
         raise SCAError(f"{field} needs a positive diagonal; entry {bad} is {diag[bad]:g}", field)
+    return S
+
+
+def _asymmetry(S) -> float:
+    """``max |S - S^T|``, in row blocks for a dense S."""
+    if sp.issparse(S):
+        diff = abs(S - S.T)
+        return float(diff.max()) if diff.nnz else 0.0
+    step = max(1, _BLOCK_ENTRIES // S.shape[0])
+    return max(float(np.max(np.abs(S[i:i + step] - S[:, i:i + step].T)))
+               for i in range(0, S.shape[0], step))
+
+
+def consensus_operator(S, field: str = "consensus"):
+    """Validate a consensus / similarity matrix (:func:`check_consensus`) and
+    wrap it as an operator, exactly symmetrised.
+
+    Returns
+    -------
+    DenseOperator or SparseOperator
+    """
+    S = check_consensus(S, field)
     if sp.issparse(S):
         return SparseOperator((S + S.T) / 2)
     return DenseOperator((S + S.T) / 2)
+
+
+def check_labels(labels, field: str = "labels") -> np.ndarray:
+    """Validate label runs: an ``n x r`` integer matrix (n >= 2), every element
+    in at least one run (negative = left out of that run).  Returns it as ints."""
+    try:
+        L = np.asarray(labels)
+    except (TypeError, ValueError) as exc:
+        raise SCAError(f"{field} must be an integer matrix: {exc}", field) from None
+    if L.ndim == 1:
+        L = L[:, None]
+    if L.ndim != 2 or L.shape[0] < 2 or L.shape[1] < 1:
+        raise SCAError(f"{field} must be n x r (elements x runs) with n >= 2, got {L.shape}",
+                       field)
+    if L.dtype.kind == "f":
+        if not np.all(np.isfinite(L)) or np.any(L != np.round(L)):
+            raise SCAError(f"{field} must hold integers", field)
+        L = L.astype(np.int64)
+    elif L.dtype.kind not in "iu":
+        raise SCAError(f"{field} must hold integers, got dtype {L.dtype}", field)
+    clustered = np.any(L >= 0, axis=1)
+    if not np.all(clustered):
+        bad = int(np.flatnonzero(~clustered)[0])
+        raise SCAError(f"{field}: element {bad} is in no run", field)
+    return L
 
 
 def membership_matrix(labels, field: str = "labels") -> sp.csr_array:
@@ -88,20 +139,7 @@ def membership_matrix(labels, field: str = "labels") -> sp.csr_array:
         One column per run; a negative label means the element was left out
         of that run (subsampled ensembles).  Labels need not be contiguous.
     """
-    try:
-        L = np.asarray(labels)
-    except (TypeError, ValueError) as exc:
-        raise SCAError(f"{field} must be an integer matrix: {exc}", field) from None
-    if L.ndim == 1:
-        L = L[:, None]
-    if L.ndim != 2 or L.shape[0] < 2 or L.shape[1] < 1:
-        raise SCAError(f"{field} must be n x r (elements x runs) with n >= 2, got {L.shape}", field)
-    if L.dtype.kind == "f":
-        if not np.all(np.isfinite(L)) or np.any(L != np.round(L)):
-            raise SCAError(f"{field} must hold integers", field)
-        L = L.astype(np.int64)
-    elif L.dtype.kind not in "iu":
-        raise SCAError(f"{field} must hold integers, got dtype {L.dtype}", field)
+    L = check_labels(labels, field)
     n, r = L.shape
     index_dtype = np.int32 if n * r < 2**31 else np.int64
     runs = np.ascontiguousarray(L.T)  # one run per row: contiguous per-run passes
@@ -119,9 +157,6 @@ def membership_matrix(labels, field: str = "labels") -> sp.csr_array:
     columns = np.ascontiguousarray(columns.T)  # back to one row per element
     keep = columns >= 0
     counts = keep.sum(axis=1)
-    if np.any(counts == 0):
-        bad = int(np.flatnonzero(counts == 0)[0])
-        raise SCAError(f"{field}: element {bad} is in no run", field)
     indptr = np.zeros(n + 1, dtype=columns.dtype)
     np.cumsum(counts, out=indptr[1:])
     indices = columns.ravel() if counts.min() == r else columns[keep]
@@ -150,6 +185,19 @@ def membership_operator(labels, field: str = "labels") -> FactoredOperator:
     return FactoredOperator(membership_matrix(labels, field))
 
 
+def check_snn(X, kappa, metric: str = "euclidean") -> np.ndarray:
+    """Validate data and parameters of the shared-nearest-neighbour measure."""
+    X = check_data(X)
+    n = X.shape[0]
+    if (not isinstance(kappa, (int, np.integer)) or isinstance(kappa, bool)
+            or not 1 <= kappa < n):
+        raise SCAError(f"snn kappa must be an integer in [1, n-1] = [1, {n - 1}], got {kappa!r}",
+                       "snn.kappa")
+    if metric not in SNN_METRICS:
+        raise SCAError(f"snn metric must be one of {SNN_METRICS}, got {metric!r}", "snn.metric")
+    return X
+
+
 def snn_operator(X, kappa: int, metric: str = "euclidean") -> FactoredOperator:
     """Shared-nearest-neighbour similarity (Sec. 4.3, "Using a single measure").
 
@@ -161,16 +209,10 @@ def snn_operator(X, kappa: int, metric: str = "euclidean") -> FactoredOperator:
     own neighbourhood gives ``s_ii = kappa + 1 > 0``.  With ``A`` the sparse
     neighbourhood indicator, ``S = A A^T``: a factored operator.
     """
-    X = check_data(X)
+    X = check_snn(X, kappa, metric)
     n = X.shape[0]
-    if not isinstance(kappa, (int, np.integer)) or not 1 <= kappa < n:
-        raise SCAError(f"snn kappa must be an integer in [1, n-1] = [1, {n - 1}], got {kappa!r}",
-                       "snn.kappa")
-    try:
-        nn = NearestNeighbors(n_neighbors=int(kappa) + 1, metric=metric).fit(X)
-    except ValueError as exc:
-        raise SCAError(f"snn metric {metric!r}: {exc}", "snn.metric") from None
-    _, neighbours = nn.kneighbors(X)
+    _, neighbours = NearestNeighbors(n_neighbors=int(kappa) + 1, metric=metric).fit(
+        X).kneighbors(X)
     rows = np.repeat(np.arange(n), kappa + 1)
     A = sp.csr_array((np.ones(rows.size), (rows, neighbours.ravel())), shape=(n, n))
     A.data[:] = 1.0  # an element listed twice (duplicate points) counts once

@@ -150,7 +150,7 @@ def _normalise(Y: np.ndarray, b: int) -> np.ndarray:
     return out
 
 
-def _check(P, k, starts, stable, max_iterations, split):
+def check_iteration_options(P, k, starts, stable, max_iterations, split):
     n = P.n
     if not (isinstance(k, (int, np.integer)) and 1 <= k <= n):
         raise SCAError(f"k must be an integer in [1, n] = [1, {n}], got {k!r}", "options.k")

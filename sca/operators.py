@@ -92,6 +92,10 @@ class ConsensusOperator:
         d = np.asarray(d, dtype=float)
         return self._with_scale(d if self.scale is None else self.scale * d)
 
+    def unscaled(self) -> "ConsensusOperator":
+        """S itself (``D = I``), sharing this operator's arrays."""
+        return self._with_scale(None)
+
     def components(self) -> tuple[int, np.ndarray]:
         """Connected components of the graph of S (``scipy.sparse.csgraph``)."""
         count, labels = csgraph.connected_components(self._pattern(), directed=False)

@@ -147,27 +147,43 @@ def run_stages(S, options: dict | None = None, timings: dict | None = None, prog
     return balanced, spec, result, timings
 
 
-def result_dict(S, balanced, spec, result, ids=None, timings=None) -> dict:
-    """The JSON result of a clustering (same shape for the CLI and the service)."""
-    timings = {} if timings is None else timings
+def balance_dict(balanced) -> dict:
+    """What the result reports of balancing (JSON-ready)."""
+    return {"iterations": int(balanced.iterations), "residual": float(balanced.residual),
+            "components": int(balanced.n_components)}
+
+
+def spectrum_dict(spec) -> dict:
+    """What the result reports of the spectrum (JSON-ready; no gap is ``None``)."""
+    return {"k": int(spec.k), "eigenvalues": spec.eigenvalues.tolist(),
+            "lambda2": spec.lambda2, "gap": None if np.isnan(spec.gap) else spec.gap,
+            "rule": spec.rule}
+
+
+def result_dict(S, P, balance: dict, spectrum: dict, result, ids=None,
+                timings: dict | None = None) -> dict:
+    """The JSON result of a clustering (same shape for the CLI and the service).
+
+    ``balance`` and ``spectrum`` are :func:`balance_dict` and
+    :func:`spectrum_dict` (a worker stores them between stages); ``timings``
+    (seconds per stage) is reported when given.
+    """
     names = (lambda idx: [ids[i] for i in idx]) if ids is not None else (
         lambda idx: [int(i) for i in idx])
     labels = result.labels
     clusters = [names(np.flatnonzero(labels == c)) for c in range(int(labels.max()) + 1)]
-    with timed(timings, "diagnostics"):
-        uncoupling = {"S": uncoupling_measure(S, labels),
-                      "P": uncoupling_measure(balanced.P, labels)}
+    with timed({} if timings is None else timings, "diagnostics"):
+        uncoupling = {"S": uncoupling_measure(S, labels), "P": uncoupling_measure(P, labels)}
     out = {
         "n": S.n,
-        "k": spec.k,
+        "k": spectrum["k"],
         "clusters": clusters,
         "labels": labels.tolist(),
-        "eigenvalues": spec.eigenvalues.tolist(),
-        "lambda2": spec.lambda2,
-        "gap": None if np.isnan(spec.gap) else spec.gap,
-        "rule": spec.rule,
-        "balancing": {"iterations": balanced.iterations, "residual": balanced.residual,
-                      "components": balanced.n_components},
+        "eigenvalues": list(spectrum["eigenvalues"]),
+        "lambda2": spectrum["lambda2"],
+        "gap": spectrum["gap"],
+        "rule": spectrum["rule"],
+        "balancing": dict(balance),
         "iterations": result.iterations,
         "uncoupling": uncoupling,
         "solutions": [{"labels": sol.tolist(), "frequency": freq}
@@ -186,7 +202,8 @@ def result_dict(S, balanced, spec, result, ids=None, timings=None) -> dict:
                          [names(np.flatnonzero(step["labels"] == c))
                           for c in range(int(step["labels"].max()) + 1)]}
                         for step in result.trace]
-    out["timings"] = {stage: round(sec, 6) for stage, sec in timings.items()}
+    if timings is not None:
+        out["timings"] = {stage: round(sec, 6) for stage, sec in timings.items()}
     return out
 
 
@@ -197,7 +214,8 @@ def cluster(ids=None, options=None, progress=None, **inputs) -> dict:
     S, _ = build_operator(seed=seed, timings=timings, progress=progress, **inputs)
     ids = check_ids(ids, S.n)
     balanced, spec, result, timings = run_stages(S, options, timings, progress)
-    return result_dict(S, balanced, spec, result, ids, timings)
+    return result_dict(S, balanced.P, balance_dict(balanced), spectrum_dict(spec), result, ids,
+                       timings)
 
 
 def custom_result(P, element, ids=None, k: int = 2, min_size: int = 1, max_size=None,

@@ -69,10 +69,10 @@ def _fail(message: str, code: int) -> int:
 def run_submit(args) -> int:
     """Carry out ``sca submit``: 0 done, 1 job failed, 2 bad input, 3 service unreachable."""
     from . import client as c
-    from .cli import _inputs
+    from .cli import read_inputs
 
     try:
-        inputs, ids = _inputs(args)
+        inputs, ids = read_inputs(args)
     except SCAError as exc:
         return _fail(f"error [{exc.field}]: {exc}", 2)
     snn = inputs.get("snn")

@@ -65,6 +65,31 @@ def largest_gap_k(eigenvalues, min_k: int = 2, max_k: int | None = None) -> int:
     return int(np.argmax(gaps)) + min_k
 
 
+def check_spectrum_options(n: int, k=None, k_hat=None, min_k: int = 2, max_k=None,
+                           rule: str = "gap") -> int:
+    """Check the spectral options against n; returns k_hat with its default resolved.
+
+    Kept apart from :func:`spectrum` so a caller can refuse bad options before
+    any work (the service does, at submission).
+    """
+    if rule not in RULES:
+        raise SCAError(f"k rule must be one of {RULES}, got {rule!r}", "options.rule")
+    if k is not None and not (isinstance(k, (int, np.integer)) and 1 <= k <= n):
+        raise SCAError(f"k must be an integer in [1, n] = [1, {n}], got {k!r}", "options.k")
+    if k_hat is None:
+        k_hat = n if n <= DENSE_SPECTRUM_MAX_N else min(DEFAULT_K_HAT, n - 1)
+    elif not (isinstance(k_hat, (int, np.integer)) and 2 <= k_hat < n):
+        raise SCAError(f"k_hat must be an integer in [2, n-1] = [2, {n - 1}], got {k_hat!r}",
+                       "options.k_hat")
+    if not (isinstance(min_k, (int, np.integer)) and 1 <= min_k < n):
+        raise SCAError(f"min_k must be an integer in [1, n-1] = [1, {n - 1}], got {min_k!r}",
+                       "options.min_k")
+    if max_k is not None and not (isinstance(max_k, (int, np.integer)) and max_k >= min_k):
+        raise SCAError(f"max_k must be an integer >= min_k = {min_k}, got {max_k!r}",
+                       "options.max_k")
+    return int(k_hat)
+
+
 def spectrum(P: ConsensusOperator, k: int | None = None, k_hat: int | None = None,
              min_k: int = 2, max_k: int | None = None, rule: str = "gap") -> SpectrumResult:
     """Eigenvalues of P and the number of clusters.
@@ -88,21 +113,7 @@ def spectrum(P: ConsensusOperator, k: int | None = None, k_hat: int | None = Non
     SpectrumResult
         ``gap`` is ``λ_k - λ_{k+1}`` for the chosen k (``nan`` if not computed).
     """
-    n = P.n
-    if rule not in RULES:
-        raise SCAError(f"k rule must be one of {RULES}, got {rule!r}", "options.rule")
-    if k is not None and not (isinstance(k, (int, np.integer)) and 1 <= k <= n):
-        raise SCAError(f"k must be an integer in [1, n] = [1, {n}], got {k!r}", "options.k")
-    if k_hat is None:
-        k_hat = n if n <= DENSE_SPECTRUM_MAX_N else min(DEFAULT_K_HAT, n - 1)
-    elif not (isinstance(k_hat, (int, np.integer)) and 2 <= k_hat < n):
-        raise SCAError(f"k_hat must be an integer in [2, n-1] = [2, {n - 1}], got {k_hat!r}",
-                       "options.k_hat")
-    if not (isinstance(min_k, (int, np.integer)) and 1 <= min_k):
-        raise SCAError(f"min_k must be a positive integer, got {min_k!r}", "options.min_k")
-    if max_k is not None and not (isinstance(max_k, (int, np.integer)) and max_k >= min_k):
-        raise SCAError(f"max_k must be an integer >= min_k = {min_k}, got {max_k!r}",
-                       "options.max_k")
+    k_hat = check_spectrum_options(P.n, k, k_hat, min_k, max_k, rule)
     values = P.eigenvalues(k_hat)
     if k is None:
         k = perron_cluster(values) if rule == "perron" else largest_gap_k(values, min_k, max_k)

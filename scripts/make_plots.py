@@ -27,7 +27,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from sca.pipeline import build_operator, custom_result, result_dict, run_stages  # noqa: E402
+from sca.pipeline import (balance_dict, build_operator, custom_result, result_dict,  # noqa: E402
+                          run_stages, spectrum_dict)
 from sca.plots import save_plots  # noqa: E402
 
 DATA = ROOT / "data"
@@ -59,7 +60,8 @@ def make(name, inputs, ids, options, query, out: Path, formats) -> list[Path]:
     timings: dict = {}
     S, _ = build_operator(seed=options.get("seed", 0), timings=timings, **inputs)
     balanced, spec, result, timings = run_stages(S, options, timings)
-    out_result = result_dict(S, balanced, spec, result, ids, timings)
+    out_result = result_dict(S, balanced.P, balance_dict(balanced), spectrum_dict(spec),
+                             result, ids, timings)
     custom = custom_result(balanced.P, query["element"], ids, spec.k, query["min_size"],
                            query["max_size"])
     return save_plots(out / name, out_result, S=S, P=balanced.P, ids=ids, custom=custom,

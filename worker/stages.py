@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import logging
 import time
-from types import SimpleNamespace
 
 import numpy as np
 
@@ -117,9 +116,7 @@ def balancing(store: ArtifactStore, record: dict) -> None:
     S = source_operator(store, record)
     balanced = sca.balance(S)
     store.save_arrays(keys["P"], sca.operator_state(balanced.P))
-    store.save_json(keys["balance"], {"iterations": int(balanced.iterations),
-                                      "residual": float(balanced.residual),
-                                      "components": int(balanced.n_components)})
+    store.save_json(keys["balance"], sca.balance_dict(balanced))
 
 
 def load_balanced(store: ArtifactStore, record: dict):
@@ -138,9 +135,7 @@ def spectral(store: ArtifactStore, record: dict) -> None:
     found = sca.spectrum(P, k=options.get("k"), k_hat=options.get("k_hat"),
                          min_k=options.get("min_k", 2), max_k=options.get("max_k"),
                          rule=options.get("rule", "gap"))
-    store.save_json(keys["spectrum"], jsonable({
-        "eigenvalues": found.eigenvalues, "k": int(found.k), "lambda2": found.lambda2,
-        "gap": found.gap, "rule": found.rule}))
+    store.save_json(keys["spectrum"], sca.spectrum_dict(found))
 
 
 def iteration(store: ArtifactStore, record: dict) -> None:
@@ -148,19 +143,11 @@ def iteration(store: ArtifactStore, record: dict) -> None:
     keys = _keys(record)
     S, P = load_balanced(store, record)
     spec = store.load_json(keys["spectrum"])
-    info = store.load_json(keys["balance"])
     o = record["options"]
     found = sca.iterate(P, spec["k"], seed=o["seed"], starts=o["starts"], stable=o["stable"],
                         max_iterations=o["max_iterations"], split=o["split"], trace=o["trace"],
                         reconsensus=o.get("reconsensus", False))
-    spectrum_result = SimpleNamespace(
-        k=spec["k"], eigenvalues=np.asarray(spec["eigenvalues"], dtype=float),
-        lambda2=spec["lambda2"], rule=spec["rule"],
-        gap=float("nan") if spec["gap"] is None else spec["gap"])
-    balanced = SimpleNamespace(P=P, iterations=info["iterations"], residual=info["residual"],
-                               n_components=info["components"])
-    result = sca.result_dict(S, balanced, spectrum_result, found)
-    result.pop("timings", None)
+    result = sca.result_dict(S, P, store.load_json(keys["balance"]), spec, found)
     store.save_json(keys["result"], jsonable(result))
     store.update_job(record["id"], {"status": "succeeded", "updated": now()}, expect=ACTIVE)
 

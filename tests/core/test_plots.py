@@ -33,7 +33,8 @@ def _forms(S_dense):
 def baseball():
     S = sca.consensus_operator(np.array(BASEBALL_S, dtype=float))
     balanced, spec, result, timings = sca.run_stages(S, {"starts": 4, "trace": True})
-    out = sca.result_dict(S, balanced, spec, result, BASEBALL_IDS, timings)
+    out = sca.result_dict(S, balanced.P, sca.balance_dict(balanced), sca.spectrum_dict(spec),
+                          result, BASEBALL_IDS, timings)
     custom = sca.custom_result(balanced.P, "Rose", BASEBALL_IDS, spec.k, 1, 3)
     return {"result": out, "S": S, "P": balanced.P, "custom": custom}
 
