@@ -40,7 +40,8 @@ def parse_ensemble(text: str) -> dict:
     return {"algorithm": algorithm, "k": [int(k) for k in ks.split(",")], "runs": int(runs)}
 
 
-def _add_inputs(p: argparse.ArgumentParser):
+def add_input_arguments(p: argparse.ArgumentParser) -> None:
+    """The input options shared by ``cluster``, ``custom`` and ``submit``."""
     src = p.add_argument_group("input (exactly one of --data, --consensus, --labels)")
     src.add_argument("--data", help="raw data CSV/.npy, rows = elements (a header row is skipped)")
     src.add_argument("--ensemble", action="append", type=parse_ensemble, metavar="ALGO:KxRUNS",
@@ -51,6 +52,10 @@ def _add_inputs(p: argparse.ArgumentParser):
     src.add_argument("--consensus", help="consensus matrix S.csv|S.npy|S.npz (CSV header = ids)")
     src.add_argument("--labels", help="label runs RUNS.csv|RUNS.npy, one row per element")
     src.add_argument("--ids", help="file with one element id per line")
+
+
+def _add_inputs(p: argparse.ArgumentParser) -> None:
+    add_input_arguments(p)
     opt = p.add_argument_group("options")
     opt.add_argument("--k", type=int, help="number of clusters (overrides the spectrum)")
     opt.add_argument("--k-hat", type=int, help="number of largest eigenvalues to compute")

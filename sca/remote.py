@@ -21,7 +21,7 @@ from .errors import SCAError
 
 def add_submit_command(sub) -> None:
     """Add ``submit`` to an argparse subparsers action."""
-    from .cli import parse_ensemble
+    from .cli import add_input_arguments
 
     p = sub.add_parser("submit", help="submit a clustering job to the service and wait for it")
     p.add_argument("--url", default=os.environ.get("SCA_URL"),
@@ -29,22 +29,19 @@ def add_submit_command(sub) -> None:
                    help="the service's base URL (default $SCA_URL)")
     p.add_argument("--api-key", default=os.environ.get("SCA_API_KEY"),
                    help="API key, sent as a bearer token (default $SCA_API_KEY)")
-    src = p.add_argument_group("input (exactly one of --data, --consensus, --labels)")
-    src.add_argument("--data", help="raw data CSV/.npy, rows = elements")
-    src.add_argument("--ensemble", action="append", type=parse_ensemble, metavar="ALGO:KxRUNS",
-                     help="ensemble on --data, repeatable: kmeans:3x100, nmf:2,3x50")
-    src.add_argument("--snn", type=int, metavar="KAPPA", help="shared nearest neighbours")
-    src.add_argument("--metric", default="euclidean", help="metric for --snn")
-    src.add_argument("--consensus", help="consensus matrix S.csv|S.npy|S.npz (CSV header = ids)")
-    src.add_argument("--labels", help="label runs RUNS.csv|RUNS.npy, one row per element")
-    src.add_argument("--ids", help="file with one element id per line")
+    add_input_arguments(p)
+    src = p.add_argument_group("upload")
     src.add_argument("--upload", action="store_true",
                      help="send the matrix as an .npy file (multipart) instead of JSON")
     opt = p.add_argument_group("options")
-    for name in ("k", "k-hat", "seed", "ensemble-seed", "starts", "stable", "max-iterations"):
+    for name in ("k", "k-hat", "min-k", "max-k", "seed", "ensemble-seed", "starts", "stable",
+                 "max-iterations"):
         opt.add_argument(f"--{name}", type=int)
+    opt.add_argument("--rule", choices=["gap", "perron"])
     opt.add_argument("--split", choices=["kmeans", "gaps"])
     opt.add_argument("--trace", action="store_true", help="record x_t per step")
+    opt.add_argument("--reconsensus", action="store_true",
+                     help="re-cluster the consensus of the starts' solutions until one remains")
     out = p.add_argument_group("output")
     out.add_argument("--no-wait", action="store_true", help="print the accepted job and exit")
     out.add_argument("--timeout", type=float, help="seconds to wait for the job")
@@ -53,11 +50,10 @@ def add_submit_command(sub) -> None:
 
 
 def _options(args) -> dict:
-    names = ("k", "k_hat", "seed", "ensemble_seed", "starts", "stable", "max_iterations",
-             "split")
+    names = ("k", "k_hat", "min_k", "max_k", "rule", "seed", "ensemble_seed", "starts",
+             "stable", "max_iterations", "split")
     options = {name: getattr(args, name) for name in names if getattr(args, name) is not None}
-    if args.trace:
-        options["trace"] = True
+    options.update({flag: True for flag in ("trace", "reconsensus") if getattr(args, flag)})
     return options
 
 
