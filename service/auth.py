@@ -79,9 +79,13 @@ def _unauthorised(message: str) -> ProblemError:
                         headers={"WWW-Authenticate": 'Bearer realm="sca"'})
 
 
+def is_api_path() -> bool:
+    """Whether the request is for the ``/v1`` API (keys and rate limits apply)."""
+    return request.path == "/v1" or request.path.startswith("/v1/")
+
+
 def _authenticate():
-    path = request.path
-    if not (path == "/v1" or path.startswith("/v1/")):
+    if not is_api_path():
         return None
     keys = _keys()
     if not keys or _is_public():

@@ -18,7 +18,7 @@ from collections import OrderedDict
 
 from flask import current_app
 
-from worker.store import ArtifactStore, MemoryStore, store_from_settings
+from worker.store import ArtifactStore, store_from_settings
 
 from .config import worker_settings
 
@@ -72,7 +72,7 @@ class OperatorCache:
 
 
 class Backend:
-    def __init__(self, store: ArtifactStore, queue, embedded: bool, size: int = 32):
+    def __init__(self, store: ArtifactStore, queue, embedded: bool, size: int):
         self.store = store
         self.queue = queue
         self.embedded = embedded
@@ -94,9 +94,7 @@ def init_app(app) -> Backend:
             from worker.celery_app import create_celery
 
             queue = CeleryQueue(create_celery(settings))
-    if embedded and not isinstance(store, MemoryStore) and config.get("SCA_STORE") is None:
-        raise RuntimeError("the embedded default needs the in-memory store")
-    backend = Backend(store, queue, embedded, int(config.get("SCA_QUERY_CACHE_ITEMS") or 32))
+    backend = Backend(store, queue, embedded, config["SCA_QUERY_CACHE_ITEMS"])
     app.extensions["sca"] = backend
     return backend
 

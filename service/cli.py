@@ -16,6 +16,8 @@ import sys
 
 from sca.cli import add_commands, execute
 
+from .config import from_env
+
 log = logging.getLogger("sca.serve")
 
 
@@ -33,8 +35,9 @@ def parser() -> argparse.ArgumentParser:
 
 
 def serve(host: str, port: int, workers: int | None = None, threads: int = 8) -> int:
-    embedded = not os.environ.get("REDIS_URL")
-    if not (os.environ.get("SCA_API_KEYS") or os.environ.get("SCA_API_KEYS_FILE")):
+    settings = from_env()  # what create_app will read
+    embedded = not settings.get("REDIS_URL")
+    if not (settings.get("SCA_API_KEYS") or settings.get("SCA_API_KEYS_FILE")):
         print("sca serve: no API keys (SCA_API_KEYS, SCA_API_KEYS_FILE): the API is open to "
               "anyone who can reach it" + ("" if embedded else
                                            "; refused with REDIS_URL unless "

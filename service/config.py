@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 
 from worker.config import DEFAULTS as WORKER_DEFAULTS
+from worker.config import convert
 
 MIB = 1024 * 1024
 
@@ -42,20 +43,9 @@ DEFAULTS = {
     "SCA_QUERY_CACHE_ITEMS": 32,
 }
 
-LIMITS = ("SCA_MAX_N", "SCA_MAX_DENSE_N", "SCA_MAX_M", "SCA_MAX_RUNS", "SCA_MAX_K",
-          "SCA_MAX_K_HAT", "SCA_MAX_ITERATIONS", "SCA_MAX_STARTS")
-
-
 def from_env(environ=None) -> dict:
     """The settings present in the environment, converted to their default's type."""
-    environ = os.environ if environ is None else environ
-    found = {}
-    for name, default in DEFAULTS.items():
-        value = environ.get(name)
-        if value is None or value == "":
-            continue
-        found[name] = int(value) if isinstance(default, int) else value
-    return found
+    return convert(os.environ if environ is None else environ, DEFAULTS)
 
 
 def worker_settings(config) -> dict:

@@ -6,8 +6,11 @@ exception into a problem document ``{type, title, status, detail, errors?}``:
 * :class:`ProblemError` -- raised by our own code with any status;
 * ``HTTPException`` -- routing 404/405, 400 unreadable JSON, 413 ... (headers
   such as ``Allow`` are kept);
-* ``marshmallow.ValidationError`` and :class:`sca.SCAError` -- 422 with
-  ``errors`` naming each bad field (dotted paths, ``ensemble[0].k``);
+* ``marshmallow.ValidationError`` -- 422 with ``errors`` naming each bad
+  field (dotted paths, ``ensemble[0].k``);
+* :class:`sca.SCAError` (422, naming its field) and
+  :class:`worker.store.ArtifactMissing` (410, an expired intermediate) -- the
+  same problems a failed job reports (:func:`worker.problems.problem_for`);
 * Redis or broker unreachable -- 503;
 * anything else -- 500 with a generic detail; the traceback goes to the log.
 """
@@ -18,15 +21,19 @@ import json
 import logging
 
 from flask import Response
+from kombu.exceptions import OperationalError
 from marshmallow import ValidationError
 from werkzeug.exceptions import HTTPException
 
 import sca
+from worker.problems import PROBLEM_BASE, TRANSIENT, problem_for
+from worker.store import ArtifactMissing
 
 log = logging.getLogger(__name__)
 
 PROBLEM_MEDIA_TYPE = "application/problem+json"
-PROBLEM_BASE = "https://sca.invalid/problems/"
+#: Redis or the broker unreachable (503).
+UNAVAILABLE = (*TRANSIENT, OperationalError)
 
 
 class ProblemError(Exception):
@@ -83,11 +90,10 @@ def flatten_messages(messages, prefix: str = "") -> dict[str, list[str]]:
     return flat
 
 
-def invalid(field: str, message: str, status: int = 422,
-            title: str = "Invalid input") -> ProblemError:
-    """A problem naming one field (422 unless said otherwise)."""
-    return ProblemError(status, title, message, type=PROBLEM_BASE + "invalid-input"
-                        if status == 422 else "about:blank", errors={field: [message]})
+def invalid(field: str, message: str) -> ProblemError:
+    """A 422 problem naming one field."""
+    return ProblemError(422, "Invalid input", message, type=PROBLEM_BASE + "invalid-input",
+                        errors={field: [message]})
 
 
 def _handle_problem(exc: ProblemError):
@@ -109,10 +115,8 @@ def _handle_validation(exc: ValidationError):
     return problem_response(422, "Invalid input", detail, PROBLEM_BASE + "invalid-input", errors)
 
 
-def _handle_sca(exc: sca.SCAError):
-    field = exc.field or "input"
-    return problem_response(422, "Invalid input", str(exc), PROBLEM_BASE + "invalid-input",
-                            {field: [str(exc)]})
+def _handle_known(exc: Exception):
+    return problem_response(**problem_for(exc))
 
 
 def _handle_unavailable(exc: Exception):
@@ -128,28 +132,12 @@ def _handle_unexpected(exc: Exception):
                             "an unexpected error occurred; it has been logged")
 
 
-def _unavailable_errors() -> tuple:
-    classes = []
-    try:
-        import redis.exceptions as rex
-
-        classes += [rex.ConnectionError, rex.TimeoutError]
-    except ImportError:  # pragma: no cover - redis is a dependency
-        pass
-    try:
-        from kombu.exceptions import OperationalError
-
-        classes.append(OperationalError)
-    except ImportError:  # pragma: no cover
-        pass
-    return tuple(classes)
-
-
 def init_app(app) -> None:
     app.register_error_handler(ProblemError, _handle_problem)
     app.register_error_handler(HTTPException, _handle_http)
     app.register_error_handler(ValidationError, _handle_validation)
-    app.register_error_handler(sca.SCAError, _handle_sca)
-    for cls in _unavailable_errors():
+    for cls in (sca.SCAError, ArtifactMissing):
+        app.register_error_handler(cls, _handle_known)
+    for cls in UNAVAILABLE:
         app.register_error_handler(cls, _handle_unavailable)
     app.register_error_handler(Exception, _handle_unexpected)

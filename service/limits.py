@@ -13,12 +13,13 @@ from __future__ import annotations
 import threading
 import time
 
-from flask import current_app, request
+from flask import current_app
 
-from .auth import current_owner
+from worker.jobs import ACTIVE
+from worker.store import RedisStore
+
+from .auth import current_owner, is_api_path
 from .errors import ProblemError
-
-ACTIVE = ("queued", "running")
 
 
 class RedisCounters:
@@ -26,14 +27,14 @@ class RedisCounters:
         self.store, self.client = store, store.client
 
     def hit(self, owner: str, second: int) -> int:
-        key = self.store._key(f"rate:{owner}:{second}")
+        key = self.store.key(f"rate:{owner}:{second}")
         with self.client.pipeline(transaction=False) as pipe:
             pipe.incr(key)
             pipe.expire(key, 2)
             return int(pipe.execute()[0])
 
     def add(self, owner: str, job_id: str) -> int:
-        key = self.store._key(f"active:{owner}")
+        key = self.store.key(f"active:{owner}")
         with self.client.pipeline(transaction=False) as pipe:
             pipe.sadd(key, job_id)
             pipe.expire(key, self.store.ttl)
@@ -41,14 +42,14 @@ class RedisCounters:
             return int(pipe.execute()[2])
 
     def remove(self, owner: str, job_id: str) -> None:
-        self.client.srem(self.store._key(f"active:{owner}"), job_id)
+        self.client.srem(self.store.key(f"active:{owner}"), job_id)
 
     def members(self, owner: str) -> set[str]:
-        return {m.decode() for m in self.client.smembers(self.store._key(f"active:{owner}"))}
+        return {m.decode() for m in self.client.smembers(self.store.key(f"active:{owner}"))}
 
 
 class MemoryCounters:
-    def __init__(self, store):
+    def __init__(self):
         self._lock = threading.Lock()
         self._hits: dict = {}
         self._active: dict[str, set] = {}
@@ -83,9 +84,8 @@ def _name(owner) -> str:
 
 
 def _rate_limit():
-    path = request.path
-    limit = int(current_app.config.get("SCA_RATE_LIMIT") or 0)
-    if limit <= 0 or not (path == "/v1" or path.startswith("/v1/")):
+    limit = current_app.config["SCA_RATE_LIMIT"]
+    if limit <= 0 or not is_api_path():
         return None
     now = time.time()
     if _counters().hit(_name(current_owner()), int(now)) > limit:
@@ -98,7 +98,7 @@ def _rate_limit():
 
 def reserve_job(store, job_id: str) -> None:
     """Count a new job against its key's limit of active jobs (429 when full)."""
-    limit = int(current_app.config.get("SCA_MAX_ACTIVE_JOBS") or 0)
+    limit = current_app.config["SCA_MAX_ACTIVE_JOBS"]
     if limit <= 0:
         return
     counters, owner = _counters(), _name(current_owner())
@@ -119,8 +119,6 @@ def reserve_job(store, job_id: str) -> None:
 
 def init_app(app, store) -> None:
     """Register the rate limit (after authentication) and the job counters."""
-    from worker.store import RedisStore
-
-    cls = RedisCounters if isinstance(store, RedisStore) else MemoryCounters
-    app.extensions["sca_limits"] = cls(store)
+    app.extensions["sca_limits"] = (RedisCounters(store) if isinstance(store, RedisStore)
+                                    else MemoryCounters())
     app.before_request(_rate_limit)

@@ -1,9 +1,18 @@
 """Celery workers that run the core's stages on jobs stored in Redis.
 
-``celery -A worker worker`` finds :data:`app` here.  Nothing in this package
+``celery -A worker worker`` finds :data:`app` here.  The Celery app is built
+from the environment only when ``app`` or ``create_celery`` is first looked
+up (PEP 562), so importing another worker module (the API imports the store,
+the stages and the embedded runner) builds none.  Nothing in this package
 imports the service.
 """
 
-from .celery_app import app, create_celery
-
 __all__ = ["app", "create_celery"]
+
+
+def __getattr__(name: str):
+    if name in __all__:
+        from . import celery_app
+
+        return getattr(celery_app, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-
 from urllib.parse import parse_qs, urlparse
 
 from celery import Celery, signals
 
-from .config import DEFAULTS, check_settings, settings_from_env
+from .config import resolve, settings_from_env
 from .store import ArtifactStore, store_from_settings
 
+LOCAL_REDIS = "redis://127.0.0.1:6379/0"
 _CERT_REQS = {"required": "CERT_REQUIRED", "optional": "CERT_OPTIONAL", "none": "CERT_NONE"}
 
 
@@ -38,13 +38,11 @@ def ssl_options(url: str) -> dict | None:
 
 
 def celery_config(settings: Mapping) -> dict:
-    check_settings(settings)
-    url = settings.get("REDIS_URL") or "redis://127.0.0.1:6379/0"
-    ttl = int(settings.get("SCA_JOB_TTL", DEFAULTS["SCA_JOB_TTL"]))
-    visibility = int(settings.get("SCA_VISIBILITY_TIMEOUT", DEFAULTS["SCA_VISIBILITY_TIMEOUT"]))
-    timeout = int(settings.get("SCA_REDIS_TIMEOUT") or DEFAULTS["SCA_REDIS_TIMEOUT"])
-    transport = {"visibility_timeout": visibility, "socket_timeout": timeout,
-                 "socket_connect_timeout": timeout}
+    """Celery's configuration for resolved settings (see :func:`worker.config.resolve`)."""
+    url = settings["REDIS_URL"]
+    timeout = settings["SCA_REDIS_TIMEOUT"]
+    transport = {"visibility_timeout": settings["SCA_VISIBILITY_TIMEOUT"],
+                 "socket_timeout": timeout, "socket_connect_timeout": timeout}
     tls = ssl_options(url)
     return {
         "broker_url": url,
@@ -53,14 +51,12 @@ def celery_config(settings: Mapping) -> dict:
         "result_serializer": "json",
         "accept_content": ["json"],
         "result_accept_content": ["json"],
-        "result_expires": ttl,
+        "result_expires": settings["SCA_JOB_TTL"],
         "task_acks_late": True,
         "task_reject_on_worker_lost": True,
         "worker_prefetch_multiplier": 1,
-        "task_time_limit": int(settings.get("SCA_TASK_TIME_LIMIT",
-                                            DEFAULTS["SCA_TASK_TIME_LIMIT"])),
-        "task_soft_time_limit": int(settings.get("SCA_TASK_SOFT_TIME_LIMIT",
-                                                 DEFAULTS["SCA_TASK_SOFT_TIME_LIMIT"])),
+        "task_time_limit": settings["SCA_TASK_TIME_LIMIT"],
+        "task_soft_time_limit": settings["SCA_TASK_SOFT_TIME_LIMIT"],
         "broker_transport_options": transport,
         "result_backend_transport_options": transport,
         "redis_socket_timeout": timeout,
@@ -79,26 +75,28 @@ def celery_config(settings: Mapping) -> dict:
 
 
 def create_celery(settings: Mapping) -> Celery:
-    """A Celery app for ``settings``; the store it uses is ``app.sca_store``."""
+    """A Celery app for ``settings`` (Redis on localhost when they name none); the
+    store it uses is ``app.sca_store``, its heartbeat watchdog ``app.sca_watchdog``."""
+    settings = resolve(settings)
+    settings["REDIS_URL"] = settings["REDIS_URL"] or LOCAL_REDIS
     app = Celery("sca", include=["worker.tasks"])
     app.config_from_object(celery_config(settings))
-    app.sca_settings = dict(settings)
+    app.sca_settings = settings
     app.sca_store = None
+    app.sca_watchdog = None
     return app
 
 
 def get_store(app: Celery) -> ArtifactStore:
     """The app's store, created on first use (after the worker has forked)."""
     if app.sca_store is None:
-        settings = dict(app.sca_settings)
-        settings.setdefault("REDIS_URL", app.conf.broker_url)
-        if not settings.get("REDIS_URL"):
-            settings["REDIS_URL"] = app.conf.broker_url
-        app.sca_store = store_from_settings(settings)
+        app.sca_store = store_from_settings(app.sca_settings)
     return app.sca_store
 
 
-_watchdogs: dict = {}
+def _watchdog(sender):
+    """The watchdog of the app a signal's sender (worker or consumer) belongs to."""
+    return getattr(getattr(sender, "app", None), "sca_watchdog", None)
 
 
 @signals.worker_ready.connect
@@ -108,29 +106,29 @@ def _start_watchdog(sender=None, **kwargs):
 
     celery = getattr(sender, "app", None)
     settings = getattr(celery, "sca_settings", None)
-    if settings is None or not settings.get("REDIS_URL") and not celery.conf.broker_url:
+    if settings is None:
         return
-    settings = dict(settings, REDIS_URL=settings.get("REDIS_URL") or celery.conf.broker_url)
-    get = lambda name: int(settings.get(name) or DEFAULTS[name])  # noqa: E731
     watchdog = Watchdog(store_from_settings(settings),
                         lambda job_id: celery.send_task("sca.start", kwargs={"job_id": job_id}),
-                        get("SCA_HEARTBEAT_INTERVAL"), get("SCA_HEARTBEAT_TIMEOUT"),
-                        get("SCA_MAX_TAKEOVERS"))
+                        settings["SCA_HEARTBEAT_INTERVAL"], settings["SCA_HEARTBEAT_TIMEOUT"],
+                        settings["SCA_MAX_TAKEOVERS"])
     watchdog.start()
-    _watchdogs[id(celery)] = watchdog
+    celery.sca_watchdog = watchdog
     logging.getLogger(__name__).info("watchdog: resuming jobs whose tasks stop beating for "
                                      "%ss", watchdog.timeout)
 
 
 @signals.task_received.connect
 def _beat_on_receipt(sender=None, request=None, **kwargs):
-    for watchdog in _watchdogs.values():
+    watchdog = _watchdog(sender)
+    if watchdog is not None:
         watchdog.received(request)
 
 
 @signals.worker_shutdown.connect
 def _stop_watchdog(sender=None, **kwargs):
-    for watchdog in _watchdogs.values():
+    watchdog = _watchdog(sender)
+    if watchdog is not None:
         watchdog.stop()
 
 

@@ -19,34 +19,30 @@ from .stages import artifact_keys
 
 
 def _refs(store, record) -> str:
-    return store._key(f"refs:{record['hashes']['input']}")
+    return store.key(f"refs:{record['hashes']['input']}")
 
 
 def track(store, record) -> None:
     """List a new job among the users of its input."""
-    store._sadd(_refs(store, record), record["id"], store.ttl)
+    store.sadd(_refs(store, record), record["id"], store.ttl)
 
 
 def _names(record) -> set[str]:
     keys = artifact_keys(record)
     names = {keys[k] for k in ("input", "op", "P", "balance", "spectrum", "result")}
-    runs = int(record.get("runs_total") or 0)
-    source = record.get("source") or {}
-    if not runs and source.get("ensemble"):
-        runs = sum(item["runs"] * (len(item["k"]) if isinstance(item["k"], list) else 1)
-                   for item in source["ensemble"])
+    runs = int(record.get("runs_total") or 0)  # counted at submission
     return names | {f"{keys['run']}{i}" for i in range(runs)}
 
 
 def release(store, record) -> list[str]:
     """Delete the artifacts of ``record`` that no other live job uses; returns their names."""
     refs = _refs(store, record)
-    store._srem(refs, record["id"])
+    store.srem(refs, record["id"])
     keep: set[str] = set()
-    for other_id in store._smembers(refs):
+    for other_id in store.smembers(refs):
         other = store.get_job(other_id)
         if other is None:
-            store._srem(refs, other_id)
+            store.srem(refs, other_id)
         elif other.get("status") != "cancelled":
             keep |= _names(other)
     names = sorted(_names(record) - keep)

@@ -1,14 +1,16 @@
 """Worker settings, read from the environment in this one place.
 
 The worker process (``celery -A worker worker``) calls :func:`settings_from_env`
-once at import; the service builds the same mapping from its own Flask config
-and hands it to :func:`worker.celery_app.create_celery` and
-:func:`worker.store.store_from_settings`.
+once, when its Celery app is built; the service reads its own settings with
+the same :func:`convert` and hands the worker's subset to
+:func:`worker.celery_app.create_celery` and
+:func:`worker.store.store_from_settings`, which both :func:`resolve` it.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 
 DEFAULTS = {
     "REDIS_URL": None,
@@ -34,33 +36,44 @@ DEFAULTS = {
     "SCA_MAX_TAKEOVERS": 3,
 }
 
-_INTS = ("SCA_JOB_TTL", "SCA_CHUNK_BYTES", "SCA_TASK_TIME_LIMIT",
-         "SCA_TASK_SOFT_TIME_LIMIT", "SCA_VISIBILITY_TIMEOUT", "SCA_REDIS_TIMEOUT",
-         "SCA_HEARTBEAT_INTERVAL", "SCA_HEARTBEAT_TIMEOUT", "SCA_MAX_TAKEOVERS")
 
 
-def check_settings(settings) -> None:
-    """Refuse limits that contradict each other (a ``ValueError`` naming them)."""
-    get = lambda name: int(settings.get(name) or DEFAULTS[name])  # noqa: E731
-    soft, hard = get("SCA_TASK_SOFT_TIME_LIMIT"), get("SCA_TASK_TIME_LIMIT")
-    visibility = get("SCA_VISIBILITY_TIMEOUT")
+def convert(values: Mapping, defaults: Mapping = DEFAULTS) -> dict:
+    """The names of ``defaults`` that ``values`` sets (not None or ""), each
+    converted to its default's type (numbers arrive as text from the environment)."""
+    out = {}
+    for name, default in defaults.items():
+        value = values.get(name)
+        if value is None or value == "":
+            continue
+        out[name] = int(value) if isinstance(default, int) else value
+    return out
+
+
+def resolve(settings: Mapping) -> dict:
+    """Every worker setting: :data:`DEFAULTS` overridden by ``settings``.
+
+    Raises ``ValueError`` naming limits that contradict each other.
+    """
+    resolved = {**DEFAULTS, **convert(settings)}
+    soft, hard = resolved["SCA_TASK_SOFT_TIME_LIMIT"], resolved["SCA_TASK_TIME_LIMIT"]
+    visibility = resolved["SCA_VISIBILITY_TIMEOUT"]
     if not 0 < soft < hard < visibility:
         raise ValueError(f"need 0 < SCA_TASK_SOFT_TIME_LIMIT ({soft}) < SCA_TASK_TIME_LIMIT "
                          f"({hard}) < SCA_VISIBILITY_TIMEOUT ({visibility}): a task still "
                          f"running when the visibility timeout ends is delivered twice")
-    interval, timeout = get("SCA_HEARTBEAT_INTERVAL"), get("SCA_HEARTBEAT_TIMEOUT")
+    interval, timeout = resolved["SCA_HEARTBEAT_INTERVAL"], resolved["SCA_HEARTBEAT_TIMEOUT"]
     if not 0 < 2 * interval <= timeout:
         raise ValueError(f"SCA_HEARTBEAT_TIMEOUT ({timeout}) must be at least twice "
                          f"SCA_HEARTBEAT_INTERVAL ({interval})")
+    return resolved
 
 
-def settings_from_env(environ=None) -> dict:
+def check_settings(settings: Mapping) -> None:
+    """Refuse limits that contradict each other (a ``ValueError`` naming them)."""
+    resolve(settings)
+
+
+def settings_from_env(environ: Mapping | None = None) -> dict:
     """The worker's settings: :data:`DEFAULTS` overridden by the environment."""
-    environ = os.environ if environ is None else environ
-    settings = dict(DEFAULTS)
-    for name in DEFAULTS:
-        value = environ.get(name)
-        if value is None or value == "":
-            continue
-        settings[name] = int(value) if name in _INTS else value
-    return settings
+    return resolve(os.environ if environ is None else environ)

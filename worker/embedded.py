@@ -9,13 +9,10 @@ active, so a cancelled job stops at the next stage or ensemble run.
 
 from __future__ import annotations
 
-import logging
 from concurrent.futures import Future, ThreadPoolExecutor
 
 from . import stages
 from .store import ArtifactStore
-
-log = logging.getLogger(__name__)
 
 
 def run_job(store: ArtifactStore, job_id: str) -> None:
@@ -49,11 +46,8 @@ class EmbeddedRunner:
         return f"embedded-{job_id}"
 
     def _run(self, job_id: str) -> None:
-        try:
+        try:  # planning and every stage fail the job themselves
             run_job(self.store, job_id)
-        except Exception:  # plan() itself failed: record it rather than lose the job
-            log.exception("job %s failed outside a stage", job_id)
-            stages.fail(self.store, job_id, stages.problem_for(RuntimeError(), "ensemble"))
         finally:
             self.futures.pop(job_id, None)
 

@@ -24,16 +24,17 @@ import logging
 import threading
 import time
 
-from .jobs import ACTIVE, now
+from .jobs import ACTIVE
+from .problems import problem
+from .stages import fail
 
 log = logging.getLogger(__name__)
 
 HEARTBEATS = "heartbeats"
-PROBLEM_BASE = "https://sca.invalid/problems/"
 
 
 def _zset(store) -> str:
-    return store._key(HEARTBEATS)
+    return store.key(HEARTBEATS)
 
 
 def _job_id(request) -> str | None:
@@ -75,15 +76,17 @@ def take_over_stale(store, send_start, timeout: float, max_takeovers: int) -> li
         if record is None or record["status"] not in ACTIVE:
             continue
         # One takeover per job and timeout, however many of its tasks died together.
-        if not client.set(store._key(f"takeover:{job_id}"), b"1", nx=True, ex=int(timeout)):
+        if not client.set(store.key(f"takeover:{job_id}"), b"1", nx=True, ex=int(timeout)):
             continue
-        count = int(store.incr_job(job_id, "takeovers"))
+        count = store.incr_job(job_id, "takeovers")
+        if count is None:  # deleted meanwhile
+            continue
+        count = int(count)
         if count > max_takeovers:
-            store.update_job(job_id, {"status": "failed", "updated": now(), "error": {
-                "type": PROBLEM_BASE + "worker-lost", "title": "Worker lost", "status": 500,
-                "stage": record.get("stage"),
-                "detail": f"the workers running this job stopped {count} times; "
-                          f"it was given up (see the worker logs)"}}, expect=ACTIVE)
+            fail(store, job_id, problem(
+                "worker-lost", "Worker lost", 500,
+                f"the workers running this job stopped {count} times; it was given up "
+                f"(see the worker logs)", record.get("stage") or record["stages"][0]))
             log.error("job %s: given up after %d takeovers", job_id, count)
             continue
         log.warning("job %s: task %s stopped beating; resuming the job (takeover %d)",

@@ -34,16 +34,16 @@ from datetime import datetime, timezone
 
 import numpy as np
 
-STAGES = ("ensemble", "balancing", "spectral", "iteration")
-STATUSES = ("queued", "running", "succeeded", "failed", "cancelled")
-ACTIVE = ("queued", "running")
-FINISHED = ("succeeded", "failed", "cancelled")
-INPUT_KINDS = ("data", "consensus", "labels")
+from sca.pipeline import DEFAULTS
 
-#: Options and their defaults (those of the core's ``sca.iterate``/``sca.spectrum``).
-SPECTRAL_OPTIONS = {"k": None, "k_hat": None, "rule": "gap", "min_k": 2, "max_k": None}
-ITERATION_OPTIONS = {"seed": 0, "starts": 1, "stable": 6, "max_iterations": 1000,
-                     "split": "kmeans", "trace": False, "reconsensus": False}
+STAGES = ("ensemble", "balancing", "spectral", "iteration")
+ACTIVE = ("queued", "running")
+
+#: Options of the spectral and iteration stages with the core's defaults
+#: (:data:`sca.pipeline.DEFAULTS`), and the ensemble's seed.
+SPECTRAL_OPTIONS = {k: DEFAULTS[k] for k in ("k", "k_hat", "rule", "min_k", "max_k")}
+ITERATION_OPTIONS = {k: DEFAULTS[k] for k in ("seed", "starts", "stable", "max_iterations",
+                                              "split", "trace", "reconsensus")}
 ENSEMBLE_OPTIONS = {"ensemble_seed": 0}
 DEFAULT_OPTIONS = {**SPECTRAL_OPTIONS, **ITERATION_OPTIONS, **ENSEMBLE_OPTIONS}
 
@@ -147,11 +147,21 @@ def jsonable(value):
     return value
 
 
+def namer(ids: list | None):
+    """Element index -> the element's id (its index when the job has no ids)."""
+    return (lambda i: ids[i]) if ids is not None else int
+
+
 def with_ids(result: Mapping, ids: list | None) -> dict:
-    """A stored result (element indices) with ``clusters`` as lists of element ids."""
+    """A stored result (element indices) with its clusters, and those of its
+    trace, as lists of element ids."""
     out = dict(result)
-    labels = np.asarray(result["labels"])
-    k = int(labels.max()) + 1 if labels.size else 0
-    clusters = [np.flatnonzero(labels == c).tolist() for c in range(k)]
-    out["clusters"] = [[ids[i] for i in members] for members in clusters] if ids else clusters
+    if ids is None:
+        return out
+    name = namer(ids)
+    out["clusters"] = [[name(i) for i in members] for members in result["clusters"]]
+    if out.get("trace"):
+        out["trace"] = [dict(step, clusters=None if step.get("clusters") is None else
+                             [[name(i) for i in members] for members in step["clusters"]])
+                        for step in out["trace"]]
     return out

@@ -10,7 +10,9 @@ Job records are hashes of JSON-encoded fields (counters are plain numbers,
 which are JSON too).  Every key expires ``ttl`` seconds after its last write.
 
 Both stores share this logic through a handful of primitives
-(:class:`ArtifactStore` subclasses implement ``_set``, ``_get`` ...).
+(:class:`ArtifactStore` subclasses implement ``_set``, ``_get`` ...; the set
+primitives ``sadd``, ``srem`` and ``smembers`` and :meth:`ArtifactStore.key` are
+public, for the modules that keep sets of their own).
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ from collections.abc import Iterable, Mapping
 
 import numpy as np
 
+from .config import DEFAULTS, resolve
+
 _HEAD = b"SCACHUNKS:"
 
 
@@ -33,8 +37,9 @@ class ArtifactMissing(KeyError):
 class ArtifactStore:
     """Arrays, JSON values and job records under one key prefix with a TTL."""
 
-    def __init__(self, ttl: int = 86_400, chunk_bytes: int = 64 * 1024 * 1024,
-                 prefix: str = "sca:"):
+    def __init__(self, ttl: int = DEFAULTS["SCA_JOB_TTL"],
+                 chunk_bytes: int = DEFAULTS["SCA_CHUNK_BYTES"],
+                 prefix: str = DEFAULTS["SCA_KEY_PREFIX"]):
         if ttl < 1 or chunk_bytes < 1:
             raise ValueError("ttl and chunk_bytes must be positive")
         self.ttl = int(ttl)
@@ -44,10 +49,6 @@ class ArtifactStore:
     # -- primitives each backend provides ---------------------------------------------
     def _set(self, key: str, value: bytes, ttl: int) -> None:
         raise NotImplementedError
-
-    def _set_many(self, items: list[tuple[str, bytes]], ttl: int) -> None:
-        for key, value in items:
-            self._set(key, value, ttl)
 
     def _get(self, key: str) -> bytes | None:
         raise NotImplementedError
@@ -63,32 +64,39 @@ class ArtifactStore:
     def _expire(self, keys: list[str], ttl: int) -> None:
         raise NotImplementedError
 
-    def _hset(self, key: str, mapping: dict[str, bytes], ttl: int,
-              expect: tuple[bytes, ...] | None) -> bool:
-        """Set hash fields; with ``expect``, only if the hash exists and its
-        ``status`` field is one of ``expect`` (atomically)."""
+    def _hcreate(self, key: str, mapping: dict[str, bytes], ttl: int) -> None:
+        """Set hash fields, creating the hash if need be."""
+        raise NotImplementedError
+
+    def _hupdate(self, key: str, mapping: dict[str, bytes], ttl: int,
+                 expect: tuple[bytes, ...]) -> bool:
+        """Set fields of an existing hash (atomically), and only while its
+        ``status`` field is one of ``expect`` when that is not empty."""
         raise NotImplementedError
 
     def _hgetall(self, key: str) -> dict[str, bytes]:
         raise NotImplementedError
 
-    def _hincr(self, key: str, field: str, amount: float) -> float:
+    def _hincr(self, key: str, field: str, amount: float) -> float | None:
+        """Add to a field of an existing hash (None, and no hash created, when it is absent)."""
         raise NotImplementedError
 
-    def _sadd(self, key: str, member: str, ttl: int) -> None:
+    def sadd(self, key: str, member: str, ttl: int) -> None:
+        """Add to the set at the full key ``key`` (see :meth:`key`)."""
         raise NotImplementedError
 
-    def _srem(self, key: str, member: str) -> None:
+    def srem(self, key: str, member: str) -> None:
         raise NotImplementedError
 
-    def _smembers(self, key: str) -> set[str]:
+    def smembers(self, key: str) -> set[str]:
         raise NotImplementedError
 
     def ping(self) -> bool:
         raise NotImplementedError
 
     # -- arrays ---------------------------------------------------------------------------
-    def _key(self, name: str) -> str:
+    def key(self, name: str) -> str:
+        """The full key of ``name`` (under this store's prefix)."""
         return self.prefix + name
 
     def save_arrays(self, name: str, arrays: Mapping[str, np.ndarray],
@@ -111,7 +119,7 @@ class ArtifactStore:
 
     def save_bytes(self, name: str, data, ttl: int | None = None) -> None:
         ttl = self.ttl if ttl is None else int(ttl)
-        key = self._key(name)
+        key = self.key(name)
         view = memoryview(data).cast("B")
         if view.nbytes <= self.chunk_bytes:
             self._set(key, bytes(view), ttl)
@@ -123,7 +131,7 @@ class ArtifactStore:
         self._set(key, _HEAD + str(count).encode(), ttl)
 
     def load_bytes(self, name: str) -> bytes:
-        key = self._key(name)
+        key = self.key(name)
         head = self._get(key)
         if head is None:
             raise ArtifactMissing(name)
@@ -139,7 +147,7 @@ class ArtifactStore:
         return b"".join(parts)
 
     def _artifact_keys(self, name: str) -> list[str]:
-        key = self._key(name)
+        key = self.key(name)
         keys = [key]
         if self._peek(key, len(_HEAD)) == _HEAD:
             head = self._get(key) or b""
@@ -148,7 +156,7 @@ class ArtifactStore:
         return keys
 
     def has(self, name: str) -> bool:
-        return self._peek(self._key(name), 1) is not None
+        return self._peek(self.key(name), 1) is not None
 
     def delete(self, *names: str) -> None:
         keys = [k for name in names for k in self._artifact_keys(name)]
@@ -170,10 +178,10 @@ class ArtifactStore:
 
     # -- job records ------------------------------------------------------------------------
     def _job_key(self, job_id: str) -> str:
-        return self._key(f"job:{job_id}")
+        return self.key(f"job:{job_id}")
 
     def create_job(self, job_id: str, fields: Mapping) -> None:
-        self._hset(self._job_key(job_id), _encode(fields), self.ttl, None)
+        self._hcreate(self._job_key(job_id), _encode(fields), self.ttl)
 
     def get_job(self, job_id: str) -> dict | None:
         raw = self._hgetall(self._job_key(job_id))
@@ -187,24 +195,24 @@ class ArtifactStore:
 
         Returns whether the update happened.
         """
-        expected = None if expect is None else tuple(json.dumps(s).encode() for s in expect)
-        return self._hset(self._job_key(job_id), _encode(fields), self.ttl,
-                          expected if expected is not None else ())
+        expected = tuple(json.dumps(s).encode() for s in expect or ())
+        return self._hupdate(self._job_key(job_id), _encode(fields), self.ttl, expected)
 
-    def incr_job(self, job_id: str, field: str, amount: float = 1) -> float:
+    def incr_job(self, job_id: str, field: str, amount: float = 1) -> float | None:
+        """Add to a counter of an existing job; None (and no record made) when it is gone."""
         return self._hincr(self._job_key(job_id), field, amount)
 
     def delete_job(self, job_id: str) -> None:
         self._delete([self._job_key(job_id), self._job_key(job_id) + ":tasks"])
 
     def add_task(self, job_id: str, task_id: str) -> None:
-        self._sadd(self._job_key(job_id) + ":tasks", task_id, self.ttl)
+        self.sadd(self._job_key(job_id) + ":tasks", task_id, self.ttl)
 
     def remove_task(self, job_id: str, task_id: str) -> None:
-        self._srem(self._job_key(job_id) + ":tasks", task_id)
+        self.srem(self._job_key(job_id) + ":tasks", task_id)
 
     def job_tasks(self, job_id: str) -> set[str]:
-        return self._smembers(self._job_key(job_id) + ":tasks")
+        return self.smembers(self._job_key(job_id) + ":tasks")
 
 
 def _encode(fields: Mapping) -> dict[str, bytes]:
@@ -227,6 +235,16 @@ redis.call('EXPIRE', KEYS[1], ARGV[1])
 return 1
 """
 
+# Adds to a hash field if the hash exists (a deleted job is not re-created).
+# KEYS[1] hash; ARGV: field, amount, "int" or "float".  Returns the new value as text.
+_HINCR_SCRIPT = """
+if redis.call('EXISTS', KEYS[1]) == 0 then return false end
+if ARGV[3] == 'int' then
+  return tostring(redis.call('HINCRBY', KEYS[1], ARGV[1], ARGV[2]))
+end
+return redis.call('HINCRBYFLOAT', KEYS[1], ARGV[1], ARGV[2])
+"""
+
 
 class RedisStore(ArtifactStore):
     """The store on a Redis server (shared by the API and every worker)."""
@@ -235,9 +253,11 @@ class RedisStore(ArtifactStore):
         super().__init__(**kwargs)
         self.client = client
         self._hset_script = client.register_script(_HSET_SCRIPT)
+        self._hincr_script = client.register_script(_HINCR_SCRIPT)
 
     @classmethod
-    def from_url(cls, url: str, timeout: float = 10, **kwargs) -> "RedisStore":
+    def from_url(cls, url: str, timeout: float = DEFAULTS["SCA_REDIS_TIMEOUT"],
+                 **kwargs) -> "RedisStore":
         """Connect to ``redis://`` or ``rediss://`` (TLS; query options such as
         ``ssl_ca_certs``); ``timeout`` bounds each connect and each command."""
         import redis
@@ -268,13 +288,13 @@ class RedisStore(ArtifactStore):
                 pipe.expire(key, ttl)
             pipe.execute()
 
-    def _hset(self, key, mapping, ttl, expect):
-        if expect is None:
-            with self.client.pipeline() as pipe:
-                pipe.hset(key, mapping=mapping)
-                pipe.expire(key, ttl)
-                pipe.execute()
-            return True
+    def _hcreate(self, key, mapping, ttl):
+        with self.client.pipeline() as pipe:
+            pipe.hset(key, mapping=mapping)
+            pipe.expire(key, ttl)
+            pipe.execute()
+
+    def _hupdate(self, key, mapping, ttl, expect):
         args = [ttl, len(expect), *expect]
         for field, value in mapping.items():
             args += [field, value]
@@ -284,20 +304,23 @@ class RedisStore(ArtifactStore):
         return {k.decode(): v for k, v in self.client.hgetall(key).items()}
 
     def _hincr(self, key, field, amount):
-        if float(amount).is_integer():
-            return self.client.hincrby(key, field, int(amount))
-        return float(self.client.hincrbyfloat(key, field, amount))
+        whole = float(amount).is_integer()
+        value = self._hincr_script(keys=[key], args=[field, int(amount) if whole else amount,
+                                                     "int" if whole else "float"])
+        if value is None:
+            return None
+        return int(value) if whole else float(value)
 
-    def _sadd(self, key, member, ttl):
+    def sadd(self, key, member, ttl):
         with self.client.pipeline() as pipe:
             pipe.sadd(key, member)
             pipe.expire(key, ttl)
             pipe.execute()
 
-    def _srem(self, key, member):
+    def srem(self, key, member):
         self.client.srem(key, member)
 
-    def _smembers(self, key):
+    def smembers(self, key):
         return {m.decode() for m in self.client.smembers(key)}
 
     def ping(self):
@@ -345,17 +368,16 @@ class MemoryStore(ArtifactStore):
                 if value is not None:
                     self._put(key, value, ttl)
 
-    def _hset(self, key, mapping, ttl, expect):
+    def _hcreate(self, key, mapping, ttl):
+        with self._lock:
+            self._put(key, {**(self._live(key) or {}), **mapping}, ttl)
+
+    def _hupdate(self, key, mapping, ttl, expect):
         with self._lock:
             current = self._live(key)
-            if expect is not None:
-                if current is None:
-                    return False
-                if expect and current.get("status") not in expect:
-                    return False
-            record = dict(current or {})
-            record.update(mapping)
-            self._put(key, record, ttl)
+            if current is None or expect and current.get("status") not in expect:
+                return False
+            self._put(key, {**current, **mapping}, ttl)
             return True
 
     def _hgetall(self, key):
@@ -366,24 +388,24 @@ class MemoryStore(ArtifactStore):
         with self._lock:
             record = self._live(key)
             if record is None:
-                return amount
+                return None
             value = json.loads(record.get(field, b"0")) + amount
             record[field] = json.dumps(value).encode()
             return value
 
-    def _sadd(self, key, member, ttl):
+    def sadd(self, key, member, ttl):
         with self._lock:
             members = set(self._live(key) or ())
             members.add(member)
             self._put(key, members, ttl)
 
-    def _srem(self, key, member):
+    def srem(self, key, member):
         with self._lock:
             members = self._live(key)
             if members:
                 members.discard(member)
 
-    def _smembers(self, key):
+    def smembers(self, key):
         with self._lock:
             return set(self._live(key) or ())
 
@@ -393,9 +415,10 @@ class MemoryStore(ArtifactStore):
 
 def store_from_settings(settings: Mapping) -> ArtifactStore:
     """A :class:`RedisStore` when ``REDIS_URL`` is set, else a :class:`MemoryStore`."""
-    kwargs = {"ttl": int(settings["SCA_JOB_TTL"]), "chunk_bytes": int(settings["SCA_CHUNK_BYTES"]),
-              "prefix": settings.get("SCA_KEY_PREFIX", "sca:")}
-    url = settings.get("REDIS_URL")
-    if not url:
+    settings = resolve(settings)
+    kwargs = {"ttl": settings["SCA_JOB_TTL"], "chunk_bytes": settings["SCA_CHUNK_BYTES"],
+              "prefix": settings["SCA_KEY_PREFIX"]}
+    if not settings["REDIS_URL"]:
         return MemoryStore(**kwargs)
-    return RedisStore.from_url(url, timeout=float(settings.get("SCA_REDIS_TIMEOUT") or 10), **kwargs)
+    return RedisStore.from_url(settings["REDIS_URL"], timeout=settings["SCA_REDIS_TIMEOUT"],
+                               **kwargs)

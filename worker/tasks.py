@@ -7,7 +7,8 @@ sends) looks at the cache and enqueues what is left as a chain
     chord(group(sca.ensemble_run x r), sca.ensemble_collect) | sca.balance
         | sca.spectrum | sca.iterate
 
-(stages whose artifacts are cached are left out).  A task that finds its job
+(stages whose artifacts are cached are left out).  Only the chord's header
+(``sca.ensemble_run``) keeps its results; every other task ignores them.  A task that finds its job
 cancelled or failed raises ``Ignore``, which stops the rest of the chain.
 """
 
@@ -18,6 +19,8 @@ from celery.exceptions import Ignore
 
 from . import stages
 from .celery_app import app, get_store
+from .problems import TRANSIENT
+
 
 def _run_stage(task, job_id: str, stage: str, *args) -> dict:
     store = get_store(task.app)
@@ -26,13 +29,13 @@ def _run_stage(task, job_id: str, stage: str, *args) -> dict:
         store.add_task(job_id, task_id)
     try:
         ok = stages.execute(store, job_id, stage, *args)
-    except stages.TRANSIENT as exc:  # Redis restarting: run the stage again shortly
+    except TRANSIENT as exc:  # Redis restarting: run the stage again shortly
         raise task.retry(exc=exc, countdown=2, max_retries=60) from None
     finally:
         if task_id:
             try:
                 store.remove_task(job_id, task_id)
-            except stages.TRANSIENT:
+            except TRANSIENT:
                 pass
     if not ok:
         raise Ignore()
@@ -45,23 +48,23 @@ def ensemble_run(self, job_id: str, index: int, run: dict) -> dict:
     return _run_stage(self, job_id, "ensemble", int(index), dict(run))
 
 
-@app.task(name="sca.ensemble_collect", bind=True)
+@app.task(name="sca.ensemble_collect", bind=True, ignore_result=True)
 def ensemble_collect(self, job_id: str, total: int) -> dict:
     """Chord callback: the membership operator of the ``total`` runs."""
     return _run_stage(self, job_id, "ensemble_collect", int(total))
 
 
-@app.task(name="sca.balance", bind=True)
+@app.task(name="sca.balance", bind=True, ignore_result=True)
 def balance(self, job_id: str) -> dict:
     return _run_stage(self, job_id, "balancing")
 
 
-@app.task(name="sca.spectrum", bind=True)
+@app.task(name="sca.spectrum", bind=True, ignore_result=True)
 def spectrum(self, job_id: str) -> dict:
     return _run_stage(self, job_id, "spectral")
 
 
-@app.task(name="sca.iterate", bind=True)
+@app.task(name="sca.iterate", bind=True, ignore_result=True)
 def iterate(self, job_id: str) -> dict:
     return _run_stage(self, job_id, "iteration")
 
@@ -82,17 +85,13 @@ def job_canvas(job_id: str, steps: dict):
     return chain(*signatures) if signatures else None
 
 
-@app.task(name="sca.start", bind=True)
+@app.task(name="sca.start", bind=True, ignore_result=True)
 def start(self, job_id: str) -> dict:
     """Plan a job against the cache and enqueue the stages it still needs."""
-    store = get_store(self.app)
     try:
-        steps = stages.plan(store, job_id)
-    except stages.TRANSIENT as exc:
+        steps = stages.plan(get_store(self.app), job_id)
+    except TRANSIENT as exc:
         raise self.retry(exc=exc, countdown=2, max_retries=60) from None
-    except Exception as exc:
-        stages.fail(store, job_id, stages.problem_for(exc, "ensemble"))
-        raise Ignore() from None
     if steps is None:
         raise Ignore()
     canvas = job_canvas(job_id, steps)

@@ -9,21 +9,27 @@ process, on the job's cached balanced operator: no stage is recomputed.
 from __future__ import annotations
 
 import numpy as np
+from flask import current_app
 
 import sca
 from sca.pipeline import check_ids, resolve_element
+from sca.spectral import check_spectrum_options
 from worker import inputs as worker_inputs
 from worker.cleanup import release, track
-from worker.jobs import (ACTIVE, content_hashes, jsonable, new_job_id, new_record,
-                         normalise_options, now, progress, timings, with_ids)
-from worker.stages import artifact_keys
+from worker.jobs import (ACTIVE, SPECTRAL_OPTIONS, content_hashes, jsonable, namer, new_job_id,
+                         new_record, normalise_options, now, progress, timings, with_ids)
+from worker.problems import problem_for
+from worker.stages import artifact_keys, cache_hit, load_balanced
 from worker.store import ArtifactMissing
 
 from ..auth import current_owner
 from ..backend import backend
-from ..errors import PROBLEM_BASE, ProblemError, invalid
+from ..errors import ProblemError, invalid
 from ..limits import reserve_job
-from .uploads import JobInput
+from .uploads import JobInput, too_large
+
+#: Options of the custom clustering passed to the core when given (else its defaults).
+CUSTOM_OPTIONS = ("min_size", "max_size", "max_iterations", "limit")
 
 
 def links(job_id: str) -> dict:
@@ -33,26 +39,25 @@ def links(job_id: str) -> dict:
             "plots": f"{base}/plots/{{name}}.{{format}}"}
 
 
-def submit(job: JobInput, owner: str | None = None) -> dict:
+def submit(job: JobInput) -> dict:
     """Validate, store the input, create the record and enqueue (or answer from the cache).
 
     The job belongs to the request's API key; its cache entries are kept
     apart from other keys' (``scope``), so no key learns what another sent.
     """
     b = backend()
-    owner = owner if owner is not None else current_owner()
-    n = worker_inputs.validate(job.kind, job.arrays, job.source)
+    owner = current_owner()
+    n, runs = worker_inputs.validate(job.kind, job.arrays, job.source)
+    limit = current_app.config["SCA_MAX_RUNS"]
+    if runs > limit:
+        too_large("ensemble", f"at most {limit} runs (got {runs})")
     ids = check_ids(job.ids, n)
     options = normalise_options(job.options)
-    if options["k"] is not None and options["k"] > n:
-        raise invalid("options.k", f"k must be at most n = {n}, got {options['k']}")
-    if options["k_hat"] is not None and options["k_hat"] >= n:
-        raise invalid("options.k_hat", f"k_hat must be below n = {n}, got {options['k_hat']}")
-    if options["min_k"] >= n:
-        raise invalid("options.min_k", f"min_k must be below n = {n}, got {options['min_k']}")
+    check_spectrum_options(n, **{k: options[k] for k in SPECTRAL_OPTIONS})
     hashes = content_hashes(job.kind, job.arrays, job.source, options, scope=owner or "")
     job_id = new_job_id()
-    record = new_record(job_id, job.kind, n, job.source, options, hashes, owner=owner)
+    record = new_record(job_id, job.kind, n, job.source, options, hashes, runs_total=runs,
+                        owner=owner)
     keys = artifact_keys(record)
     reserve_job(b.store, job_id)
     track(b.store, record)
@@ -60,9 +65,7 @@ def submit(job: JobInput, owner: str | None = None) -> dict:
         b.store.touch(keys["input"])
     else:
         b.store.save_arrays(keys["input"], job.arrays)
-    if b.store.has(keys["result"]):
-        b.store.touch(keys["result"], keys["P"], keys["balance"], keys["spectrum"])
-        record.update(status="succeeded", stage="iteration", cached=True)
+    record.update(cache_hit(b.store, record) or {})
     b.store.create_job(job_id, record)
     if ids is not None:
         b.store.save_json(f"ids:{job_id}", ids)
@@ -75,12 +78,13 @@ def submit(job: JobInput, owner: str | None = None) -> dict:
 def get_record(job_id: str) -> dict:
     """The job's record; 404 when it does not exist or belongs to another API key."""
     record = backend().store.get_job(job_id)
-    if record is None or "status" not in record or record.get("owner") != current_owner():
+    if record is None or record.get("owner") != current_owner():
         raise ProblemError(404, "Not Found", f"no job {job_id!r}", errors={"id": ["unknown job"]})
     return record
 
 
-def _ids(job_id: str):
+def job_ids(job_id: str) -> list | None:
+    """The job's element ids (None when it was submitted without)."""
     def load():
         try:
             return backend().store.load_json(f"ids:{job_id}")
@@ -93,7 +97,6 @@ def _ids(job_id: str):
 
 def view(record: dict) -> dict:
     """The public job document (``GET /v1/jobs/{id}``)."""
-    store = backend().store
     out = {"id": record["id"], "status": record["status"], "stage": record["stage"],
            "progress": progress(record), "created": record["created"],
            "updated": record["updated"], "timings": timings(record),
@@ -103,24 +106,14 @@ def view(record: dict) -> dict:
                            "total": int(record["runs_total"])}
     if record["status"] == "succeeded":
         try:
-            result = store.load_json(artifact_keys(record)["result"])
-        except ArtifactMissing:
+            result = stored(record, "result")
+        except ArtifactMissing as exc:
             out["status"] = "failed"
-            out["error"] = {"type": PROBLEM_BASE + "artifact-missing", "title": "Result expired",
-                            "status": 410, "detail": "the cached result expired; resubmit"}
+            out["error"] = problem_for(exc)
             return out
-        out["result"] = _named(result, _ids(record["id"]))
+        out["result"] = with_ids(result, job_ids(record["id"]))
     elif record["status"] == "failed" and record.get("error"):
         out["error"] = record["error"]
-    return out
-
-
-def _named(result: dict, ids) -> dict:
-    out = with_ids(result, ids)
-    if ids is not None and out.get("trace"):
-        out["trace"] = [dict(step, clusters=None if step.get("clusters") is None else
-                             [[ids[i] for i in c] for c in step["clusters"]])
-                        for step in out["trace"]]
     return out
 
 
@@ -141,12 +134,12 @@ def cancel_or_delete(job_id: str) -> dict | None:
     return None
 
 
-def _finished(job_id: str) -> dict:
-    record = get_record(job_id)
+def succeeded(record: dict) -> dict:
+    """The record of a succeeded job; 409 for one that has not (yet)."""
     if record["status"] != "succeeded":
         raise ProblemError(409, "Conflict",
-                           f"job {job_id} is {record['status']}; queries need a succeeded job",
-                           errors={"status": [record["status"]]})
+                           f"job {record['id']} is {record['status']}; queries need a succeeded "
+                           f"job", errors={"status": [record["status"]]})
     return record
 
 
@@ -158,48 +151,46 @@ def _element(element, ids, n: int) -> int:
                            errors={"element": ["unknown element"]}) from None
 
 
-def _load(record: dict, name: str, loader):
+def stored(record: dict, name: str):
+    """A JSON artifact of the job (``result``, ``spectrum``); a missing one is a 410."""
+    return backend().store.load_json(artifact_keys(record)[name])
+
+
+def balanced(record: dict):
+    """The job's balanced operator P, kept in this process for repeated queries."""
     b = backend()
-    key = artifact_keys(record)[name]
-    read = b.store.load_json if loader is None else lambda k: loader(b.store.load_arrays(k))
-    try:
-        return b.operators.get(key, lambda: read(key))
-    except ArtifactMissing:
-        raise ProblemError(410, "Gone", "the job's cached matrices expired; resubmit the job",
-                           errors={"id": ["artifacts expired"]}) from None
+    return b.operators.get(artifact_keys(record)["P"], lambda: load_balanced(b.store, record))
 
 
-def custom_clusters(job_id: str, request: dict) -> dict:
+def _data(record: dict):
+    b = backend()
+    key = artifact_keys(record)["input"]
+    return b.operators.get(key, lambda: b.store.load_arrays(key)["X"])
+
+
+def custom_clusters(record: dict, request: dict) -> dict:
     """The custom clustering algorithm (Fig. 5.2) on the job's balanced matrix."""
-    record = _finished(job_id)
-    ids = _ids(job_id)
-    element = request["element"]
-    _element(element, ids, record["n"])
-    k = request.get("k") or int(_load(record, "spectrum", None)["k"])
-    if k > record["n"]:
-        raise invalid("k", f"k must be at most n = {record['n']}, got {k}")
-    P = _load(record, "P", sca.operator_from_state)
-    try:
-        out = sca.custom_result(P, element, ids, k=k, min_size=request["min_size"],
-                                max_size=request.get("max_size"),
-                                max_iterations=request["max_iterations"],
-                                limit=request.get("limit"))
-    except sca.SCAError as exc:
-        field = (exc.field or "input").removeprefix("options.")
-        title = "No custom cluster" if isinstance(exc, sca.IterationError) else "Invalid input"
-        raise ProblemError(422, title, str(exc), type=PROBLEM_BASE + "invalid-input",
-                           errors={field: [str(exc)]}) from None
-    return jsonable(out)
+    succeeded(record)
+    ids = job_ids(record["id"])
+    index = _element(request["element"], ids, record["n"])
+    k = request.get("k") or stored(record, "spectrum")["k"]
+    found = sca.custom_cluster(balanced(record), index, k,
+                               **{option: request[option] for option in CUSTOM_OPTIONS
+                                  if request.get(option) is not None})
+    name = namer(ids)
+    return jsonable({"element": name(index), "cluster": [name(i) for i in found.cluster],
+                     "ranked": [{"id": name(i), "score": s} for i, s in found.ranked],
+                     "iterations": found.iterations, "k": k})
 
 
-def similar(job_id: str, element: str, method: str, limit: int) -> dict:
+def similar(record: dict, element: str, method: str, limit: int) -> dict:
     """Elements most similar to one, most similar first (ties in id order)."""
-    record = _finished(job_id)
-    ids = _ids(job_id)
+    succeeded(record)
+    ids = job_ids(record["id"])
     index = _element(element, ids, record["n"])
-    name = (lambda i: ids[i]) if ids is not None else int
+    name = namer(ids)
     if method == "sca":
-        P = _load(record, "P", sca.operator_from_state)
+        P = balanced(record)
         unit = np.zeros(P.n)
         unit[index] = 1.0
         row = P.matmat(unit)
@@ -208,7 +199,6 @@ def similar(job_id: str, element: str, method: str, limit: int) -> dict:
     else:
         if record["kind"] != "data":
             raise invalid("method", f"{method} needs a job submitted with raw data")
-        X = _load(record, "input", lambda arrays: arrays["X"])
-        ranked = sca.neighbours(X, index, method, limit)
+        ranked = sca.neighbours(_data(record), index, method, limit)
     return {"element": name(index), "method": method,
             "ranked": [{"id": name(i), "score": float(s)} for i, s in ranked]}

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from flask import Blueprint, current_app, jsonify, request
 
-from ..errors import ProblemError, invalid
 from . import operations
-from .schemas import CustomClusterRequestSchema, SimilarQuerySchema
-from .uploads import parse_job_request
+from .schemas import SimilarQuerySchema, custom_cluster_schema
+from .uploads import json_body, parse_job_request
 
 bp = Blueprint("jobs", __name__, url_prefix="/v1/jobs")
 
@@ -34,29 +33,15 @@ def delete_job(job_id: str):
     return jsonify(cancelled)
 
 
-def _json_body() -> dict:
-    if not (request.mimetype == "application/json" or request.mimetype.endswith("+json")):
-        raise ProblemError(415, "Unsupported Media Type", "send application/json",
-                           errors={"Content-Type": [f"unsupported: {request.mimetype or 'none'}"]})
-    body = request.get_json(silent=True)
-    if body is None:
-        raise ProblemError(400, "Bad Request", "the body is not valid JSON",
-                           errors={"body": ["not valid JSON"]})
-    return body
-
-
 @bp.post("/<job_id>/custom-clusters")
 def custom_clusters(job_id: str):
-    operations.get_record(job_id)
-    body = CustomClusterRequestSchema().load(_json_body())
-    cap = current_app.config["SCA_MAX_ITERATIONS"]
-    if body["max_iterations"] > cap:
-        raise invalid("max_iterations", f"max_iterations must be at most {cap}")
-    return jsonify(operations.custom_clusters(job_id, body))
+    record = operations.get_record(job_id)
+    body = custom_cluster_schema(current_app.config).load(json_body())
+    return jsonify(operations.custom_clusters(record, body))
 
 
 @bp.get("/<job_id>/elements/<element>/similar")
 def similar(job_id: str, element: str):
-    operations.get_record(job_id)
+    record = operations.get_record(job_id)
     query = SimilarQuerySchema().load(request.args.to_dict())
-    return jsonify(operations.similar(job_id, element, query["method"], query["limit"]))
+    return jsonify(operations.similar(record, element, query["method"], query["limit"]))

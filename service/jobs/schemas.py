@@ -3,8 +3,10 @@
 Every schema refuses unknown fields (``unknown = RAISE``).  Matrices are
 taken as raw JSON here and converted with numpy in :mod:`.uploads`;
 validating millions of cells field by field would cost more than the job.
-Value limits come from the app config, so the schemas are built per set of
-limits by :func:`request_schemas`.
+Value limits come from the app config, so the schemas that have them are
+built per set of limits (:func:`job_request_schema`,
+:func:`custom_cluster_schema`).  Allowed names (splits, rules, algorithms,
+metrics, methods) are the core's own.
 """
 
 from __future__ import annotations
@@ -13,10 +15,14 @@ from functools import lru_cache
 
 from marshmallow import RAISE, Schema, ValidationError, fields, validate, validates_schema
 
+from sca.custom import METHODS as NEIGHBOUR_METHODS
+from sca.ensemble import ALGORITHMS
+from sca.inputs import SNN_METRICS
+from sca.iteration import SPLITS
+from sca.spectral import RULES
+
 INPUTS = ("data", "consensus", "labels")
-SPLITS = ("kmeans", "gaps")
-METRICS = ("euclidean", "cosine", "manhattan")
-METHODS = ("sca", "euclidean", "cosine")
+METHODS = ("sca", *NEIGHBOUR_METHODS)
 
 
 class BaseSchema(Schema):
@@ -35,7 +41,7 @@ def _bool():
 
 
 class EnsembleItemSchema(BaseSchema):
-    algorithm = fields.String(required=True, validate=validate.OneOf(("kmeans", "nmf")))
+    algorithm = fields.String(required=True, validate=validate.OneOf(ALGORITHMS))
     k = fields.Raw(required=True)
     runs = _int(1, required=True)
 
@@ -50,7 +56,7 @@ class EnsembleItemSchema(BaseSchema):
 
 class SnnSchema(BaseSchema):
     kappa = _int(1, required=True)
-    metric = fields.String(load_default="euclidean", validate=validate.OneOf(METRICS))
+    metric = fields.String(load_default="euclidean", validate=validate.OneOf(SNN_METRICS))
 
 
 class SparseConsensusSchema(BaseSchema):
@@ -60,27 +66,43 @@ class SparseConsensusSchema(BaseSchema):
     values = fields.List(fields.Float(allow_nan=True), required=True)
 
 
-class CustomClusterRequestSchema(BaseSchema):
-    element = fields.Raw(required=True)
-    min_size = _int(1, load_default=1)
-    max_size = _int(1, load_default=None, allow_none=True)
-    max_iterations = _int(1, load_default=1000)
-    k = _int(1, load_default=None, allow_none=True)
-    limit = _int(1, load_default=None, allow_none=True)
-
-    @validates_schema
-    def _check(self, data, **kwargs):
-        element = data.get("element")
-        if isinstance(element, bool) or not isinstance(element, (str, int)):
-            raise ValidationError("must be an element id (string) or index (integer)",
-                                  "element")
-        if data.get("max_size") is not None and data["max_size"] < data["min_size"]:
-            raise ValidationError("must be at least min_size", "max_size")
-
-
 class SimilarQuerySchema(BaseSchema):
     limit = fields.Integer(load_default=6, validate=validate.Range(min=1))
     method = fields.String(load_default="sca", validate=validate.OneOf(METHODS))
+
+
+@lru_cache(maxsize=8)
+def custom_cluster_schema_class(limit_iterations: int) -> type[Schema]:
+    """The custom-cluster request with ``max_iterations`` at most ``limit_iterations``.
+
+    Omitted values are left out, so the core's defaults apply.
+    """
+
+    class CustomClusterRequestSchema(BaseSchema):
+        element = fields.Raw(required=True)
+        min_size = _int(1)
+        max_size = _int(1, allow_none=True)
+        max_iterations = _int(1, limit_iterations)
+        k = _int(1, allow_none=True)
+        limit = _int(1, allow_none=True)
+
+        @validates_schema
+        def _check(self, data, **kwargs):
+            element = data.get("element")
+            if "element" in data and (isinstance(element, bool)
+                                      or not isinstance(element, (str, int))):
+                raise ValidationError("must be an element id (string) or index (integer)",
+                                      "element")
+            if (data.get("max_size") is not None and data.get("min_size") is not None
+                    and data["max_size"] < data["min_size"]):
+                raise ValidationError("must be at least min_size", "max_size")
+
+    return CustomClusterRequestSchema
+
+
+def custom_cluster_schema(config) -> Schema:
+    """The POST custom-clusters schema with the iteration limit of ``config``."""
+    return custom_cluster_schema_class(config["SCA_MAX_ITERATIONS"])()
 
 
 @lru_cache(maxsize=8)
@@ -97,7 +119,7 @@ def _schemas(limit_k, limit_k_hat, limit_iterations, limit_starts):
                               validate=validate.OneOf(SPLITS))
         trace = _bool()
         rule = fields.String(load_default=None, allow_none=True,
-                             validate=validate.OneOf(("gap", "perron")))
+                             validate=validate.OneOf(RULES))
         min_k = _int(1, limit_k, load_default=None, allow_none=True)
         max_k = _int(1, limit_k, load_default=None, allow_none=True)
         reconsensus = _bool()

@@ -18,6 +18,7 @@ from flask import current_app, request
 from marshmallow import ValidationError
 
 from sca.io import read_matrix
+from worker.inputs import sparse_arrays
 
 from ..errors import ProblemError, invalid
 from .schemas import INPUTS, SparseConsensusSchema, job_request_schema
@@ -35,25 +36,31 @@ class JobInput:
     options: dict = field(default_factory=dict)
 
 
+def json_body(send: str = "application/json") -> dict:
+    """The JSON object of the request: 415 (naming what to ``send``) for another
+    media type, 400 for unreadable JSON, 422 for JSON that is not an object."""
+    mimetype = request.mimetype
+    if not (mimetype == "application/json" or mimetype.endswith("+json")):
+        raise ProblemError(415, "Unsupported Media Type", f"send {send}",
+                           errors={"Content-Type": [f"unsupported: {mimetype or 'none'}"]})
+    body = request.get_json(silent=True)
+    if body is None:
+        raise ProblemError(400, "Bad Request", "the body is not valid JSON",
+                           errors={"body": ["not valid JSON"]})
+    if not isinstance(body, dict):
+        raise invalid("body", "the body must be a JSON object")
+    return body
+
+
 def parse_job_request() -> JobInput:
     """The request's input; raises :class:`ProblemError` (400/413/415/422)."""
-    mimetype = request.mimetype
-    if mimetype == "application/json" or mimetype.endswith("+json"):
-        body = request.get_json(silent=True)
-        if body is None:
-            raise ProblemError(400, "Bad Request", "the body is not valid JSON",
-                               errors={"body": ["not valid JSON"]})
-        if not isinstance(body, dict):
-            raise invalid("body", "the body must be a JSON object")
+    if request.mimetype == "multipart/form-data":
+        loaded, kind, arrays = _multipart()
+    else:
+        body = json_body(send="application/json or multipart/form-data")
         loaded = job_request_schema(current_app.config).load(body)
         kind = next(name for name in INPUTS if loaded.get(name) is not None)
         arrays = _json_arrays(kind, loaded[kind])
-    elif mimetype == "multipart/form-data":
-        loaded, kind, arrays = _multipart()
-    else:
-        raise ProblemError(415, "Unsupported Media Type",
-                           "send application/json or multipart/form-data",
-                           errors={"Content-Type": [f"unsupported: {mimetype or 'none'}"]})
     source = {}
     if kind == "data":
         if loaded.get("snn") is not None:
@@ -61,7 +68,7 @@ def parse_job_request() -> JobInput:
         else:
             source["ensemble"] = loaded["ensemble"]
             source["ensemble_seed"] = loaded["options"].get("ensemble_seed") or 0
-    check_sizes(kind, arrays, source)
+    check_sizes(kind, arrays)
     return JobInput(kind, arrays, source, loaded.get("ids"), loaded["options"])
 
 
@@ -85,12 +92,9 @@ def _json_arrays(kind: str, value) -> dict:
             sparse = SparseConsensusSchema().load(value)
         except ValidationError as exc:
             raise ValidationError({"consensus": exc.messages}) from None
-        loaded = {"n": np.array(sparse["n"]), "rows": np.array(sparse["rows"], dtype=np.int64),
-                  "cols": np.array(sparse["cols"], dtype=np.int64),
-                  "values": np.array(sparse["values"], dtype=float)}
-        if not (loaded["rows"].size == loaded["cols"].size == loaded["values"].size):
+        if not len(sparse["rows"]) == len(sparse["cols"]) == len(sparse["values"]):
             raise invalid("consensus", "rows, cols and values must have equal length")
-        return loaded
+        return sparse_arrays(sparse["n"], sparse["rows"], sparse["cols"], sparse["values"])
     if kind == "labels":
         return {"labels": _matrix(value, "labels", integer=True)}
     return {"S" if kind == "consensus" else "X": _matrix(value, kind)}
@@ -143,8 +147,7 @@ def read_file(filename: str, raw: bytes, kind: str) -> tuple[dict, list | None]:
         if matrix.shape[0] != matrix.shape[1]:
             raise invalid("file", f"consensus must be square, got shape {matrix.shape}")
         coo = sp.coo_array(matrix)
-        return {"n": np.array(coo.shape[0]), "rows": coo.row.astype(np.int64),
-                "cols": coo.col.astype(np.int64), "values": coo.data.astype(float)}, None
+        return sparse_arrays(coo.shape[0], coo.row, coo.col, coo.data), None
     a = np.asarray(matrix)
     if a.dtype.kind not in "iufb" or a.ndim != 2:
         raise invalid("file", f"the file must hold a 2-D numeric array, got {a.dtype} "
@@ -154,32 +157,28 @@ def read_file(filename: str, raw: bytes, kind: str) -> tuple[dict, list | None]:
     return {"S" if kind == "consensus" else "X": a.astype(float)}, header
 
 
-def check_sizes(kind: str, arrays: dict, source: dict) -> None:
-    """The configured size limits (413 naming the field)."""
+def check_sizes(kind: str, arrays: dict) -> None:
+    """The configured size limits (413 naming the field); the number of ensemble
+    runs is checked on submission, where the ensemble's plan is made."""
     config = current_app.config
     name = kind
     if kind == "consensus":
         n = int(arrays["n"]) if "n" in arrays else arrays["S"].shape[0]
         if "S" in arrays and n > config["SCA_MAX_DENSE_N"]:
-            _too_large(name, f"a dense consensus may have at most {config['SCA_MAX_DENSE_N']} "
+            too_large(name, f"a dense consensus may have at most {config['SCA_MAX_DENSE_N']} "
                              f"rows (got {n}); send it sparse")
     elif kind == "labels":
         n, runs = arrays["labels"].shape
         if runs > config["SCA_MAX_RUNS"]:
-            _too_large(name, f"at most {config['SCA_MAX_RUNS']} runs (got {runs})")
+            too_large(name, f"at most {config['SCA_MAX_RUNS']} runs (got {runs})")
     else:
         n, m = arrays["X"].shape
         if m > config["SCA_MAX_M"]:
-            _too_large(name, f"at most {config['SCA_MAX_M']} features (got {m})")
-        if "ensemble" in source:
-            runs = sum(item["runs"] * (len(item["k"]) if isinstance(item["k"], list) else 1)
-                       for item in source["ensemble"])
-            if runs > config["SCA_MAX_RUNS"]:
-                _too_large("ensemble", f"at most {config['SCA_MAX_RUNS']} runs (got {runs})")
+            too_large(name, f"at most {config['SCA_MAX_M']} features (got {m})")
     if n > config["SCA_MAX_N"]:
-        _too_large(name, f"at most {config['SCA_MAX_N']} elements (got {n})")
+        too_large(name, f"at most {config['SCA_MAX_N']} elements (got {n})")
 
 
-def _too_large(name: str, message: str):
+def too_large(name: str, message: str):
     raise ProblemError(413, "Content Too Large", message, errors={name: [message]})
 

@@ -2,19 +2,15 @@
 
 The plots come from :mod:`sca.plots`.  Their inputs are the job's stored
 result (element indices), its ids and its cached balanced operator P; the
-consensus S is P's state without the scaling.  A drawn image is kept in the
-store beside the job (``plot:<job>:<name>.<fmt>``, same TTL), so the job
-page's repeated requests cost nothing.  matplotlib is imported on the first
-plot, not when the app starts.
+consensus S is ``P.unscaled()``.  A drawn image is kept in the store beside
+the job (``plot:<job>:<name>.<fmt>``, same TTL), so the job page's repeated
+requests cost nothing.  matplotlib is imported on the first plot, not when
+the app starts.
 """
 
 from __future__ import annotations
 
 import threading
-
-import sca
-from worker.stages import artifact_keys
-from worker.store import ArtifactMissing
 
 from ..backend import backend
 from ..errors import ProblemError, invalid
@@ -40,56 +36,33 @@ def check_name(name: str, fmt: str) -> None:
                            errors={"name": ["unknown plot or format"]})
 
 
-def _operators(record: dict):
-    """``(S, P)`` of a finished job, from its cached balanced operator."""
-    b = backend()
-    key = artifact_keys(record)["P"]
-
-    def load():
-        state = b.store.load_arrays(key)
-        P = sca.operator_from_state(state)
-        S = sca.operator_from_state({k: v for k, v in state.items() if k != "scale"})
-        return S, P
-
-    try:
-        return b.operators.get(f"{key}#S,P", load)
-    except ArtifactMissing:
-        raise ProblemError(410, "Gone", "the job's cached matrices expired; resubmit the job",
-                           errors={"id": ["artifacts expired"]}) from None
-
-
 def plot(job_id: str, name: str, fmt: str, query: dict) -> tuple[bytes, str]:
     """The image bytes and media type of plot ``name`` of job ``job_id``."""
     plots = _plots()
-    record = jobs._finished(job_id)
+    record = jobs.succeeded(jobs.get_record(job_id))
     store = backend().store
     custom = None
     if name == "custom":
         if query.get("element") is None:
             raise invalid("element", "the custom plot needs ?element= (an element id or index)")
-        body = {"min_size": 1, "max_iterations": 1000,
-                **{k: v for k, v in query.items() if v is not None}}
-        custom = jobs.custom_clusters(job_id, body)
+        custom = jobs.custom_clusters(record, query)
         cache_key = None
     else:
-        extra = sorted(k for k, v in query.items() if v is not None)
-        if extra:
+        if query:
+            extra = sorted(query)
             raise invalid(extra[0], f"the {name} plot takes no query parameters "
                           f"({', '.join(extra)}); they are for the custom plot")
         cache_key = f"plot:{job_id}:{name}.{fmt}"
         if store.has(cache_key):
             return store.load_bytes(cache_key), plots.MEDIA_TYPES[fmt]
-    try:
-        result = store.load_json(artifact_keys(record)["result"])
-    except ArtifactMissing:
-        raise ProblemError(410, "Gone", "the job's result expired; resubmit the job",
-                           errors={"id": ["result expired"]}) from None
+    result = jobs.stored(record, "result")
     # The trace is extended (or, without a stored x_t, computed) with P.
-    S, P = _operators(record) if name in ("consensus", "histogram", "trace") else (None, None)
+    P = jobs.balanced(record) if name in ("consensus", "histogram", "trace") else None
     try:
         with _DRAWING:
-            image = plots.render(name, result, fmt, S=S, P=P, ids=jobs._ids(job_id),
-                                 custom=custom, seed=int(record["options"].get("seed") or 0))
+            image = plots.render(name, result, fmt, S=None if P is None else P.unscaled(), P=P,
+                                 ids=jobs.job_ids(job_id), custom=custom,
+                                 seed=record["options"]["seed"])
     except plots.PlotUnavailable as exc:
         raise ProblemError(404, "Not Found", str(exc), errors={"name": [str(exc)]}) from None
     if cache_key is not None:

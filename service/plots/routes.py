@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from flask import Blueprint, Response, request
+from flask import Blueprint, Response, current_app, request
 
 from . import operations
-from .schemas import PlotQuerySchema
+from .schemas import plot_query_schema
 
 bp = Blueprint("plots", __name__, url_prefix="/v1/jobs")
 
@@ -13,7 +13,7 @@ bp = Blueprint("plots", __name__, url_prefix="/v1/jobs")
 @bp.get("/<job_id>/plots/<name>.<fmt>")
 def plot(job_id: str, name: str, fmt: str):
     operations.check_name(name, fmt)
-    query = PlotQuerySchema().load(request.args.to_dict())
+    query = plot_query_schema(current_app.config).load(request.args.to_dict())
     image, media_type = operations.plot(job_id, name, fmt, query)
     response = Response(image, mimetype=media_type)
     response.headers["Content-Disposition"] = f'inline; filename="{name}.{fmt}"'

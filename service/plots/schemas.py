@@ -2,22 +2,32 @@
 
 from __future__ import annotations
 
-from marshmallow import ValidationError, fields, validate, validates_schema
+import re
+from functools import lru_cache
 
-from ..jobs.schemas import BaseSchema
+from marshmallow import Schema, fields, pre_load
+
+from ..jobs.schemas import custom_cluster_schema_class
+
+_INTEGER = re.compile(r"[+-]?\d+")
 
 
-class PlotQuerySchema(BaseSchema):
-    """``custom`` takes the custom-cluster query; the other plots take none."""
+@lru_cache(maxsize=8)
+def _plot_query_schema_class(limit_iterations: int) -> type[Schema]:
+    class PlotQuerySchema(custom_cluster_schema_class(limit_iterations)):
+        """The custom-cluster request as query parameters (text, ``element``
+        optional here); ``custom`` needs them, the other plots take none."""
 
-    element = fields.String(load_default=None)
-    min_size = fields.Integer(load_default=None, validate=validate.Range(min=1))
-    max_size = fields.Integer(load_default=None, validate=validate.Range(min=1))
-    max_iterations = fields.Integer(load_default=None, validate=validate.Range(min=1))
-    k = fields.Integer(load_default=None, validate=validate.Range(min=1))
-    limit = fields.Integer(load_default=None, validate=validate.Range(min=1))
+        element = fields.String()
 
-    @validates_schema
-    def _check(self, data, **kwargs):
-        if data.get("max_size") is not None and data["max_size"] < (data.get("min_size") or 1):
-            raise ValidationError("must be at least min_size", "max_size")
+        @pre_load
+        def _numbers(self, data, **kwargs):
+            return {name: int(value) if name != "element" and isinstance(value, str)
+                    and _INTEGER.fullmatch(value) else value for name, value in data.items()}
+
+    return PlotQuerySchema
+
+
+def plot_query_schema(config) -> Schema:
+    """The plot query schema with the iteration limit of ``config``."""
+    return _plot_query_schema_class(config["SCA_MAX_ITERATIONS"])()

@@ -14,7 +14,7 @@ from worker.heartbeat import HEARTBEATS, beat, take_over_stale
 
 
 def _stale(store, job_id, task="t1", age=100):
-    store.client.zadd(store._key(HEARTBEATS), {f"{job_id}|{task}": time.time() - age})
+    store.client.zadd(store.key(HEARTBEATS), {f"{job_id}|{task}": time.time() - age})
 
 
 def test_beat_adds_held_tasks_and_drops_finished_ones(redis_store):
@@ -23,7 +23,7 @@ def test_beat_adds_held_tasks_and_drops_finished_ones(redis_store):
     mine = beat(redis_store, held, set())
     assert mine == {"j1|a", "j2|b"}
     assert beat(redis_store, held[1:], mine) == {"j2|b"}
-    members = redis_store.client.zrange(redis_store._key(HEARTBEATS), 0, -1)
+    members = redis_store.client.zrange(redis_store.key(HEARTBEATS), 0, -1)
     assert members == [b"j2|b"]
 
 

@@ -7,17 +7,17 @@ import io
 import numpy as np
 import pytest
 
-from worker.store import ArtifactMissing, MemoryStore, RedisStore
+from worker.store import ArtifactMissing, MemoryStore
 
 
 @pytest.fixture(params=["redis", "memory"])
-def store(request, redis_url):
+def store(request):
+    """Each store with 1000-byte chunks (the Redis one under a prefix of its own)."""
     if request.param == "memory":
         return MemoryStore(ttl=600, chunk_bytes=1000)
-    import uuid
-
-    return RedisStore.from_url(redis_url, ttl=600, chunk_bytes=1000,
-                               prefix=f"sca-test-{uuid.uuid4().hex[:8]}:")
+    redis_store = request.getfixturevalue("redis_store")
+    redis_store.chunk_bytes = 1000
+    return redis_store
 
 
 def test_arrays_round_trip_in_chunks(store):
@@ -25,7 +25,11 @@ def test_arrays_round_trip_in_chunks(store):
     arrays = {"S": rng.random((30, 30)), "labels": np.arange(30, dtype=np.int32),
               "kind": np.array("dense")}
     size = store.save_arrays("a", arrays)
-    assert size > store.chunk_bytes  # several chunks
+    assert size > store.chunk_bytes
+    keys = store._artifact_keys("a")  # the head and its chunks
+    chunks = -(-size // store.chunk_bytes)
+    assert keys == [store.key("a")] + [store.key(f"a:chunk:{i}") for i in range(chunks)]
+    assert len(keys) > 2 and all(store._get(key) is not None for key in keys)
     loaded = store.load_arrays("a")
     assert set(loaded) == set(arrays)
     np.testing.assert_array_equal(loaded["S"], arrays["S"])
@@ -34,7 +38,9 @@ def test_arrays_round_trip_in_chunks(store):
 
 
 def test_small_artifact_is_one_value(store):
-    store.save_arrays("small", {"x": np.zeros(3)})
+    size = store.save_arrays("small", {"x": np.zeros(3)})
+    assert size <= store.chunk_bytes
+    assert store._artifact_keys("small") == [store.key("small")]  # no chunks
     np.testing.assert_array_equal(store.load_arrays("small")["x"], np.zeros(3))
 
 
