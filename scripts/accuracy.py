@@ -19,17 +19,13 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
 import numpy as np
-from sklearn.cluster import SpectralClustering
 from sklearn.metrics import adjusted_rand_score
 
 import sca
 from sca.planted import planted_runs, planted_truth
-
-DATA = Path(__file__).resolve().parents[1] / "data"
-SC_MAX_N = 10_000
+from shared import DATA, PEER_MAX_N, load_labels, load_matrix, spectral_clustering
 
 
 def score(S, truth, seed: int) -> dict:
@@ -45,9 +41,8 @@ def score(S, truth, seed: int) -> dict:
         row["ari_paper_true_k"] = ari(sca.iterate(P, k_true, seed=seed, split="gaps").labels)
     except sca.IterationError:
         row["ari_paper_true_k"] = float("nan")
-    if S.n <= SC_MAX_N:
-        sc = SpectralClustering(k_true, affinity="precomputed", random_state=seed)
-        row["ari_spectral_clustering"] = ari(sc.fit_predict(S.to_dense()))
+    if S.n <= PEER_MAX_N:
+        row["ari_spectral_clustering"] = ari(spectral_clustering(S.to_dense(), k_true, seed))
     return row
 
 
@@ -61,13 +56,13 @@ def cases(quick: bool):
                 truth = planted_truth(n, blocks, rng)
                 S = sca.membership_operator(planted_runs(truth, 100, 0.5, rng))
                 yield f"planted {shape} n={n}", seed, S, truth
-    X = np.loadtxt(DATA / "iris" / "X.csv", delimiter=",", skiprows=1)
-    species = np.loadtxt(DATA / "iris" / "labels.csv", skiprows=1)
+    X = load_matrix(DATA / "iris" / "X.csv")
+    species = load_labels(DATA / "iris" / "labels.csv")
     for seed in seeds:
         runs = sca.ensemble_labels(X, [{"algorithm": "kmeans", "k": [3, 4], "runs": 50}], seed)
         yield "iris kmeans(3,4)x50", seed, sca.membership_operator(runs), species
-    X = np.loadtxt(DATA / "leukemia" / "X.csv", delimiter=",", skiprows=1)
-    classes = np.loadtxt(DATA / "leukemia" / "labels.csv", skiprows=1)
+    X = load_matrix(DATA / "leukemia" / "X.csv")
+    classes = load_labels(DATA / "leukemia" / "labels.csv")
     for seed in seeds:
         runs = sca.ensemble_labels(X, [{"algorithm": "nmf", "k": 3, "runs": 30 if quick else 100}],
                                    seed)

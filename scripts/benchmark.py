@@ -28,7 +28,7 @@ import tracemalloc
 
 import numpy as np
 
-PEER_MAX_N = 10_000
+from shared import PEER_MAX_N, spectral_clustering
 
 
 def _peak_rss_gib() -> float:
@@ -48,24 +48,16 @@ def warm_up(blocks: int, runs: int, seed: int) -> None:
     peers(S.to_dense(), truth, runs, blocks, seed)
 
 
-def run_stages(labels, seed: int, keep: bool = False):
-    """Build, balance, spectrum, iterate; seconds per stage (or the results)."""
+def run_stages(labels, seed: int):
+    """Build S from the labels, then balance, spectrum and iterate (``sca.run_stages``):
+    ``(S, balanced, spectrum, result, seconds per stage)``."""
     import sca
 
-    times = {}
     t = time.perf_counter()
     S = sca.membership_operator(labels)
-    times["build"] = time.perf_counter() - t
-    t = time.perf_counter()
-    balanced = sca.balance(S)
-    times["balancing"] = time.perf_counter() - t
-    t = time.perf_counter()
-    spec = sca.spectrum(balanced.P)
-    times["spectral"] = time.perf_counter() - t
-    t = time.perf_counter()
-    result = sca.iterate(balanced.P, spec.k, seed=seed)
-    times["iteration"] = time.perf_counter() - t
-    return (S, balanced, spec, result) if keep else times
+    times = {"build": time.perf_counter() - t}
+    balanced, spec, result, times = sca.run_stages(S, {"seed": seed}, times)
+    return S, balanced, spec, result, times
 
 
 def one_size(n: int, runs: int, blocks: int, noise: float, seed: int, unequal: bool) -> dict:
@@ -80,11 +72,11 @@ def one_size(n: int, runs: int, blocks: int, noise: float, seed: int, unequal: b
     labels = planted_runs(truth, runs, noise, rng)
     out = {"n": n, "runs": runs, "blocks": blocks, "unequal": unequal,
            "rss_before_gib": _peak_rss_gib()}
-    times = run_stages(labels, seed)
+    times = run_stages(labels, seed)[-1]  # the results are dropped before the second pass
     # Memory in a second pass: tracemalloc slows allocation-heavy code, so
     # it is never on while timing.
     tracemalloc.start()
-    S, balanced, spec, result = run_stages(labels, seed, keep=True)
+    S, balanced, spec, result, _ = run_stages(labels, seed)
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
     times["stages"] = times["balancing"] + times["spectral"] + times["iteration"]
@@ -104,12 +96,11 @@ def one_size(n: int, runs: int, blocks: int, noise: float, seed: int, unequal: b
 def peers(S: np.ndarray, truth: np.ndarray, runs: int, k: int, seed: int) -> dict:
     from scipy.cluster.hierarchy import fcluster, linkage
     from scipy.spatial.distance import squareform
-    from sklearn.cluster import SpectralClustering
     from sklearn.metrics import adjusted_rand_score
 
     result = {}
     t = time.perf_counter()
-    labels = SpectralClustering(k, affinity="precomputed", random_state=seed).fit_predict(S)
+    labels = spectral_clustering(S, k, seed)
     result["spectral_clustering"] = {"seconds": round(time.perf_counter() - t, 3),
                                      "ari": round(float(adjusted_rand_score(truth, labels)), 4)}
     t = time.perf_counter()

@@ -29,27 +29,19 @@ import http.client
 import io
 import json
 import os
-import random
 import subprocess
 import sys
 import threading
 import time
 import uuid
 from collections import defaultdict
-from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parent.parent
+from sca.planted import planted_runs, planted_truth
+from shared import ROOT, free_port
+
 KEYS = [f"load-key-{i}-{uuid.uuid4().hex[:8]}" for i in range(8)]
-
-
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class Conn:
@@ -75,10 +67,9 @@ class Conn:
 
 
 def labels_npy(n: int, runs: int, k: int, seed: int) -> bytes:
+    """``runs`` label runs of ``n`` elements in ``k`` planted blocks (10% noise), as .npy."""
     rng = np.random.default_rng(seed)
-    truth = rng.integers(0, k, n)
-    noise = rng.random((n, runs)) < 0.1
-    labels = np.where(noise, rng.integers(0, k, (n, runs)), truth[:, None]).astype(np.int32)
+    labels = planted_runs(planted_truth(n, [1] * k, rng), runs, 0.1, rng)
     buffer = io.BytesIO()
     np.save(buffer, labels)
     return buffer.getvalue()
@@ -311,5 +302,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    random.seed(0)
     sys.exit(main())

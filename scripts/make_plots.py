@@ -22,35 +22,27 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
+from shared import DATA, ROOT, load_matrix
 
-ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from sca.pipeline import (balance_dict, build_operator, custom_result, result_dict,  # noqa: E402
                           run_stages, spectrum_dict)
 from sca.plots import save_plots  # noqa: E402
 
-DATA = ROOT / "data"
-BASEBALL_IDS = ["Rose", "Cobb", "Fisk", "Ott", "Ruth", "Mays"]
-BASEBALL_S = [[100, 67, 73, 2, 0, 2], [67, 100, 50, 1, 2, 7], [73, 50, 100, 15, 9, 24],
-              [2, 1, 15, 100, 92, 82], [0, 2, 9, 92, 100, 77], [2, 7, 24, 82, 77, 100]]
-
-
-def _csv(path: Path) -> np.ndarray:
-    return np.loadtxt(path, delimiter=",", skiprows=1)
-
 
 def examples():
     """``(name, inputs, ids, options, custom query)`` of each example."""
+    baseball = DATA / "baseball" / "S.csv"  # the paper's consensus; a header row of ids
+    baseball_ids = baseball.read_text().splitlines()[0].split(",")
     leukemia_ids = [line.split(",")[1] for line in
                     (DATA / "leukemia" / "samples.csv").read_text().splitlines()[1:]]
-    yield ("baseball", {"consensus": np.array(BASEBALL_S, dtype=float)}, BASEBALL_IDS,
+    yield ("baseball", {"consensus": load_matrix(baseball)}, baseball_ids,
            {"starts": 10, "trace": True}, {"element": "Rose", "min_size": 1, "max_size": 3})
-    yield ("iris", {"data": _csv(DATA / "iris" / "X.csv"),
+    yield ("iris", {"data": load_matrix(DATA / "iris" / "X.csv"),
                     "ensemble": [{"algorithm": "kmeans", "k": [2, 3, 4, 5], "runs": 20}]},
            None, {"starts": 10, "seed": 1}, {"element": 52, "min_size": 1, "max_size": None})
-    yield ("leukemia", {"data": _csv(DATA / "leukemia" / "X.csv"),
+    yield ("leukemia", {"data": load_matrix(DATA / "leukemia" / "X.csv"),
                         "ensemble": [{"algorithm": "nmf", "k": [3, 6], "runs": 20}]},
            leukemia_ids, {"starts": 10, "seed": 1},
            {"element": "2", "min_size": 5, "max_size": 8})

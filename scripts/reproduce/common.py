@@ -4,16 +4,11 @@ from __future__ import annotations
 
 import sys
 from collections import Counter
-from pathlib import Path
-
-import numpy as np
-from scipy.optimize import linear_sum_assignment
 
 import sca
 from sca.errors import IterationError
+from shared import DATA, ROOT, load_labels, load_matrix  # noqa: F401 (used by the sections)
 
-ROOT = Path(__file__).resolve().parents[2]
-DATA = ROOT / "data"
 DEFAULT_OUT = ROOT / "docs" / "paper-reproduction.md"
 
 RUNS = 100          # clusterings per ensemble, as in the paper
@@ -26,17 +21,6 @@ CONFIGS = (("paper", PAPER_ALGO), ("default", DEFAULT_ALGO))
 
 def log(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
-
-
-# ---------------------------------------------------------------------------
-# data
-# ---------------------------------------------------------------------------
-def load_matrix(path: Path) -> np.ndarray:
-    return np.loadtxt(path, delimiter=",", skiprows=1, ndmin=2)
-
-
-def load_labels(path: Path) -> np.ndarray:
-    return np.loadtxt(path, delimiter=",", skiprows=1, dtype=int, ndmin=1)
 
 
 # ---------------------------------------------------------------------------
@@ -94,21 +78,9 @@ class Markdown:
 # ---------------------------------------------------------------------------
 # scoring and running the SCA
 # ---------------------------------------------------------------------------
-def matching(labels, truth):
-    """Best one-to-one matching of clusters to classes: cluster -> class (or -1)."""
-    labels, truth = np.asarray(labels), np.asarray(truth)
-    k, m = int(labels.max()) + 1, int(truth.max()) + 1
-    overlap = np.zeros((k, m))
-    np.add.at(overlap, (labels, truth), 1)
-    rows, cols = linear_sum_assignment(-overlap)
-    mapping = np.full(k, -1)
-    mapping[rows] = cols
-    return mapping
-
-
 def misclustered(labels, truth):
     """1-based numbers of the elements not in their class's matched cluster."""
-    mapping = matching(labels, truth)
+    mapping = sca.matching(labels, truth)
     return [i + 1 for i in range(len(labels)) if mapping[labels[i]] != truth[i]]
 
 

@@ -138,5 +138,4 @@ def iris(md: Markdown, seeds) -> dict:
        f"{counts(forced['default'])}. (Single k-means(4) runs scored one-to-one against the "
        f"species, the 4th cluster counting as errors: {min(km4)}–{max(km4)}.)")
     md()
-    return {"rows": rows_out, "forced": forced, "eig": eig}
-
+    return {"rows": rows_out}

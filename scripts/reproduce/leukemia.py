@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 from collections import Counter
 
@@ -11,15 +12,17 @@ import sca
 from sca.errors import IterationError
 
 from .common import (CONFIGS, DATA, IPVS, RUNS, Markdown, compact, counts, load_labels,
-                     load_matrix, log, matching, misclustered, plist, run_sca, single_errors,
+                     load_matrix, log, misclustered, plist, run_sca, single_errors,
                      solution_runs)
 
 CLASSES = {0: "ALL-B", 1: "ALL-T", 2: "AML"}
-# the paper's nearest neighbours of patient 2 (1-based, closest first)
-PAPER_NEIGHBOURS = {"euclidean": [19, 16, 9, 3, 6, 18], "cosine": [16, 19, 9, 3, 18, 4]}
-# the paper's custom cluster of patient 2, and its six other patients ranked closest first
-PAPER_CUSTOM = [2, 4, 6, 15, 19, 29, 36]
-PAPER_RANKED = [29, 19, 4, 15, 36, 6]
+# The paper's figures for patient 2 (data/leukemia/paper.json; 1-based patients): its
+# nearest neighbours, closest first; its custom cluster; the cluster's six other
+# patients ranked closest first.
+_PAPER = json.loads((DATA / "leukemia" / "paper.json").read_text())
+PAPER_NEIGHBOURS = _PAPER["neighbours"]
+PAPER_CUSTOM = _PAPER["custom_cluster"]
+PAPER_RANKED = _PAPER["ranked"]
 SECTIONS = (
     # key, title, the paper's result
     ("S2", "(a) S2 = NMF k = 2 × 100, against ALL / AML",
@@ -164,7 +167,7 @@ def leukemia(md: Markdown, seeds) -> dict:
     k4_section(md, out["s4"], y3, seeds)
     neigh = custom_section(md, X, out["custom"])
     return {"summary": summary, "s4": out["s4"], "custom": out["custom"], "neigh": neigh,
-            "timings": out["timings"], "res": out["res"], "per_patient": out["per_patient"]}
+            "timings": out["timings"]}
 
 
 def solutions_section(md: Markdown, key, title, paper_line, entry, seeds) -> dict:
@@ -272,7 +275,7 @@ def k4_section(md: Markdown, s4, y3, seeds) -> None:
 
     def describe(labels):
         labels = np.asarray(labels)
-        mapping = matching(labels, y3)
+        mapping = sca.matching(labels, y3)
         parts = {}
         for c in range(int(labels.max()) + 1):
             members = [i + 1 for i in np.flatnonzero(labels == c)]

@@ -7,7 +7,8 @@ import sys
 import numpy as np
 import pytest
 
-from .conftest import BASEBALL_IDS, BASEBALL_S, DATA
+from .conftest import (BASEBALL_CSV, BASEBALL_IDS, BASEBALL_PAPER, BASEBALL_S, BASEBALL_TEAMS,
+                       DATA, LEUKEMIA_PAPER)
 
 
 def run(*args, ok=True):
@@ -19,15 +20,10 @@ def run(*args, ok=True):
     return proc
 
 
-@pytest.fixture
-def baseball_csv():
-    return DATA / "baseball" / "S.csv"
-
-
-def test_cluster_consensus_csv_with_id_header(baseball_csv):
-    out = run("cluster", "--consensus", str(baseball_csv), "--split", "gaps", "--trace")
+def test_cluster_consensus_csv_with_id_header():
+    out = run("cluster", "--consensus", str(BASEBALL_CSV), "--split", "gaps", "--trace")
     assert out["k"] == 2
-    assert out["clusters"] == [["Rose", "Cobb", "Fisk"], ["Ott", "Ruth", "Mays"]]
+    assert out["clusters"] == BASEBALL_PAPER["clusters"]
     assert out["labels"] == [0, 0, 0, 1, 1, 1]
     assert len(out["eigenvalues"]) == 6 and out["eigenvalues"][0] == pytest.approx(1)
     assert out["trace"][0]["t"] == 0 and "balancing" in out["timings"]
@@ -49,8 +45,7 @@ def test_labels_and_ids_files(tmp_path):
     (tmp_path / "ids.txt").write_text("\n".join(BASEBALL_IDS) + "\n")
     out = run("cluster", "--labels", str(tmp_path / "runs.csv"), "--ids",
               str(tmp_path / "ids.txt"), "--seed", "3", "--starts", "2")
-    assert sorted(map(sorted, out["clusters"])) == [["Cobb", "Fisk", "Rose"],
-                                                     ["Mays", "Ott", "Ruth"]]
+    assert sorted(map(sorted, out["clusters"])) == BASEBALL_TEAMS
     assert len(out["membership"]) == 6
 
 
@@ -60,15 +55,15 @@ def test_data_with_ensembles_and_truth():
     assert out["n"] == 150 and out["evaluation"]["ari"] > 0.5
 
 
-def test_custom_prints_cluster_ranked_and_neighbours(baseball_csv):
-    out = run("custom", "--consensus", str(baseball_csv), "--element", "Fisk",
+def test_custom_prints_cluster_ranked_and_neighbours():
+    out = run("custom", "--consensus", str(BASEBALL_CSV), "--element", "Fisk",
               "--min-size", "2", "--max-size", "3")
     assert out["element"] == "Fisk" and "Fisk" in out["cluster"]
     assert {r["id"] for r in out["ranked"]} == set(BASEBALL_IDS) - {"Fisk"}
     leuk = run("custom", "--data", str(DATA / "leukemia" / "X.csv"), "--ensemble",
                "kmeans:4x5", "--element", "1", "--min-size", "2", "--max-size", "30")
-    assert [r["id"] + 1 for r in leuk["euclidean"]] == [19, 16, 9, 3, 6, 18]
-    assert [r["id"] + 1 for r in leuk["cosine"]] == [16, 19, 9, 3, 18, 4]
+    for method, expected in LEUKEMIA_PAPER["neighbours"].items():
+        assert [r["id"] + 1 for r in leuk[method]] == expected
 
 
 @pytest.mark.parametrize("args, words", [

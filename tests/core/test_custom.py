@@ -1,20 +1,23 @@
-"""Custom clustering (Sec. 5.3) and raw-data neighbours (Table 5.3)."""
+"""Custom clustering (Sec. 5.3) and raw-data neighbours (the paper's table "Custom
+Cluster for leukemia Patient 2")."""
 
-import numpy as np
 import pytest
 
 import sca
 
-# Table 5.3: the six nearest patients to Patient 2 (1-based), on raw values.
-PAPER_EUCLIDEAN = [19, 16, 9, 3, 6, 18]
-PAPER_COSINE = [16, 19, 9, 3, 18, 4]
+from .conftest import BASEBALL_IDS, BASEBALL_S, BASEBALL_TEAMS, LEUKEMIA_PAPER
+
+# The paper's table "Custom Cluster for leukemia Patient 2": the six nearest patients
+# to Patient 2 (1-based) on raw values, and the custom cluster (data/leukemia/paper.json).
+PAPER_NEIGHBOURS = LEUKEMIA_PAPER["neighbours"]
+PAPER_CUSTOM = set(LEUKEMIA_PAPER["custom_cluster"])
 
 
 def test_leukemia_neighbours_of_patient_2_match_paper(leukemia_X):
     euclid = sca.neighbours(leukemia_X, 1, "euclidean", limit=6)
     cosine = sca.neighbours(leukemia_X, 1, "cosine", limit=6)
-    assert [i + 1 for i, _ in euclid] == PAPER_EUCLIDEAN
-    assert [i + 1 for i, _ in cosine] == PAPER_COSINE
+    assert [i + 1 for i, _ in euclid] == PAPER_NEIGHBOURS["euclidean"]
+    assert [i + 1 for i, _ in cosine] == PAPER_NEIGHBOURS["cosine"]
     assert [s for _, s in euclid] == sorted(s for _, s in euclid)
     assert [s for _, s in cosine] == sorted((s for _, s in cosine), reverse=True)
 
@@ -30,11 +33,10 @@ def test_custom_cluster_within_bounds(baseball):
 
 
 def test_custom_cluster_by_id():
-    from .conftest import BASEBALL_IDS, BASEBALL_S
     P = sca.balance(sca.consensus_operator(BASEBALL_S)).P
     out = sca.custom_result(P, "Ruth", BASEBALL_IDS, k=2, min_size=2, max_size=3)
     assert out["element"] == "Ruth"
-    assert sorted(out["cluster"]) == ["Mays", "Ott", "Ruth"]
+    assert sorted(out["cluster"]) == BASEBALL_TEAMS[1]
     assert out["ranked"][0]["id"] in ("Ott", "Mays")
     with pytest.raises(sca.SCAError) as info:
         sca.custom_result(P, "Bob", BASEBALL_IDS, k=2)
@@ -71,7 +73,7 @@ def test_custom_cluster_of_patient_2_on_an_nmf_k6_ensemble(leukemia_X):
                                max_iterations=200)
     patients = {i + 1 for i in found.cluster}
     assert 5 <= len(patients) <= 8 and found.cluster[0] == 1
-    assert patients <= {2, 4, 6, 15, 19, 29, 36}
+    assert patients <= PAPER_CUSTOM
     # the ranking lists the cluster's members first, each part closest first
     size = len(found.cluster)
     assert [i for i, _ in found.ranked[:size - 1]] == found.cluster[1:]

@@ -1,5 +1,7 @@
 """Ensembles (k-means, NMF, combined), the single measure and evaluation."""
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -29,9 +31,17 @@ def test_iris_combined_ensemble_clusters_setosa_apart(iris):
 
 
 def test_nmf_labels_are_argmax_of_coefficients(iris):
+    from sklearn.decomposition import NMF
+    from sklearn.exceptions import ConvergenceWarning
+
     X, _ = iris
     labels = sca.ensemble_run(X, {"algorithm": "nmf", "k": 3, "seed": 4})
     assert labels.shape == (150,) and set(labels) <= {0, 1, 2}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        W = NMF(3, solver="mu", init="random", random_state=4,
+                max_iter=sca.ensemble.NMF_MAX_ITER).fit_transform(X)
+    np.testing.assert_array_equal(labels, W.argmax(1))
 
 
 def test_snn_counts_shared_neighbours():

@@ -48,10 +48,16 @@ def test_default_configuration_recovers_planted_partitions(sizes):
     assert sca.evaluate(result.labels, truth) == {"errors": 0, "ari": 1.0}
 
 
-def test_several_starts_give_solutions_frequencies_and_membership():
+@pytest.fixture(scope="module")
+def five_blocks():
+    """P of 50 noisy runs over 400 elements in five planted blocks."""
     rng = np.random.default_rng(5)
     truth = planted_truth(400, [1, 1, 1, 1, 1], rng)
-    P = sca.balance(sca.membership_operator(planted_runs(truth, 50, 0.5, rng))).P
+    return sca.balance(sca.membership_operator(planted_runs(truth, 50, 0.5, rng))).P
+
+
+def test_several_starts_give_solutions_frequencies_and_membership(five_blocks):
+    P = five_blocks
     result = sca.iterate(P, 5, seed=2, starts=8, split="gaps")
     freqs = [f for _, f in result.solutions]
     assert sum(freqs) == pytest.approx(1) and freqs == sorted(freqs, reverse=True)
@@ -61,10 +67,8 @@ def test_several_starts_give_solutions_frequencies_and_membership():
     assert np.all(result.membership[np.arange(400), result.labels] >= freqs[0] - 1e-12)
 
 
-def test_reconsensus_ends_with_one_solution():
-    rng = np.random.default_rng(5)
-    truth = planted_truth(400, [1, 1, 1, 1, 1], rng)
-    P = sca.balance(sca.membership_operator(planted_runs(truth, 50, 0.5, rng))).P
+def test_reconsensus_ends_with_one_solution(five_blocks):
+    P = five_blocks
     single = sca.iterate(P, 5, seed=2, starts=8, split="gaps")
     assert len(single.solutions) > 1  # the gap split disagrees across starts here
     result = sca.iterate(P, 5, seed=2, starts=8, split="gaps", reconsensus=True)

@@ -16,7 +16,7 @@ import sca
 from sca import plots
 from sca.plots import data
 from sca.progress import StageProgress
-from tests.conftest import BASEBALL_IDS, BASEBALL_S, ROOT
+from tests.conftest import BASEBALL_CSV, BASEBALL_IDS, BASEBALL_S, ROOT, Terminal
 
 
 def png_size(image: bytes) -> tuple[int, int]:
@@ -30,7 +30,8 @@ def _forms(S_dense):
 
 
 @pytest.fixture(scope="module")
-def baseball():
+def baseball_run():
+    """The baseball example run with four starts and the trace: result, S, P, custom cluster."""
     S = sca.consensus_operator(np.array(BASEBALL_S, dtype=float))
     balanced, spec, result, timings = sca.run_stages(S, {"starts": 4, "trace": True})
     out = sca.result_dict(S, balanced.P, sca.balance_dict(balanced), sca.spectrum_dict(spec),
@@ -101,8 +102,8 @@ def test_sample_elements_is_bounded_and_keeps_every_cluster():
     assert list(data.sample_elements(labels[:10], 50)) == list(range(10))
 
 
-def test_trajectory_is_the_standardised_evolution(baseball):
-    P = baseball["P"]
+def test_trajectory_is_the_standardised_evolution(baseball_run):
+    P = baseball_run["P"]
     xs = data.trajectory(P, 5, np.arange(6), seed=2)
     rng = np.random.default_rng(2)
     x = sca.iteration.random_start(6, rng, 1e-3 / np.sqrt(6))
@@ -113,9 +114,9 @@ def test_trajectory_is_the_standardised_evolution(baseball):
 
 @pytest.mark.parametrize("name", plots.NAMES)
 @pytest.mark.parametrize("fmt", ["png", "svg"])
-def test_every_plot_renders(baseball, name, fmt):
-    image = plots.render(name, baseball["result"], fmt, S=baseball["S"], P=baseball["P"],
-                         custom=baseball["custom"])
+def test_every_plot_renders(baseball_run, name, fmt):
+    image = plots.render(name, baseball_run["result"], fmt, S=baseball_run["S"],
+                         P=baseball_run["P"], custom=baseball_run["custom"])
     if fmt == "png":
         width, height = png_size(image)
         assert width == 800 and 250 <= height <= 1000
@@ -125,26 +126,26 @@ def test_every_plot_renders(baseball, name, fmt):
         assert "Rose" in text or name == "spectrum" or name == "histogram"
 
 
-def test_plots_are_reproducible(baseball):
-    one = plots.render("consensus", baseball["result"], "svg", S=baseball["S"])
-    two = plots.render("consensus", baseball["result"], "svg", S=baseball["S"])
+def test_plots_are_reproducible(baseball_run):
+    one = plots.render("consensus", baseball_run["result"], "svg", S=baseball_run["S"])
+    two = plots.render("consensus", baseball_run["result"], "svg", S=baseball_run["S"])
     assert one == two
 
 
-def test_titles_and_labels_use_the_result(baseball):
-    fig = plots.figure("spectrum", baseball["result"])
+def test_titles_and_labels_use_the_result(baseball_run):
+    fig = plots.figure("spectrum", baseball_run["result"])
     ax = fig.axes[0]
     assert "k = 2" in ax.get_title()
     assert ax.get_xlabel() and ax.get_ylabel()
-    fig = plots.figure("consensus", baseball["result"], S=baseball["S"])
+    fig = plots.figure("consensus", baseball_run["result"], S=baseball_run["S"])
     ticks = [t.get_text() for t in fig.axes[0].get_xticklabels()]
-    assert ticks == ["Rose", "Cobb", "Fisk", "Ott", "Ruth", "Mays"]
-    fig = plots.figure("custom", None, custom=baseball["custom"])
+    assert ticks == BASEBALL_IDS
+    fig = plots.figure("custom", None, custom=baseball_run["custom"])
     assert "Rose, Cobb, Fisk" in fig.axes[0].get_title()
 
 
-def test_unavailable_plots_say_why(baseball):
-    one_start = dict(baseball["result"], membership=None, trace=None)
+def test_unavailable_plots_say_why(baseball_run):
+    one_start = dict(baseball_run["result"], membership=None, trace=None)
     with pytest.raises(plots.PlotUnavailable, match="starts > 1"):
         plots.figure("membership", one_start)
     with pytest.raises(plots.PlotUnavailable, match="consensus matrix"):
@@ -171,9 +172,7 @@ def test_core_imports_without_matplotlib():
 def test_cli_cluster_writes_plots(tmp_path, capsys):
     from sca.cli import main
 
-    consensus = tmp_path / "S.csv"
-    consensus.write_text(",".join(BASEBALL_IDS) + "\n" +
-                         "\n".join(",".join(map(str, row)) for row in BASEBALL_S))
+    consensus = BASEBALL_CSV
     assert main(["cluster", "--consensus", str(consensus), "--starts", "3",
                  "--plots", str(tmp_path / "plots"), "--plot-format", "both"]) == 0
     captured = capsys.readouterr()
@@ -187,18 +186,13 @@ def test_cli_cluster_writes_plots(tmp_path, capsys):
     assert [p.name for p in (tmp_path / "custom").iterdir()] == ["custom.png"]
 
 
-class _Terminal(io.StringIO):
-    def isatty(self):
-        return True
-
-
 def test_progress_bar_only_on_a_terminal():
     quiet = io.StringIO()
     bar = StageProgress(quiet)
     bar("ensemble", 0.5)
     bar.close()
     assert quiet.getvalue() == ""
-    tty = _Terminal()
+    tty = Terminal()
     bar = StageProgress(tty, min_interval=0)
     for j in range(1, 5):
         bar("ensemble", j / 4, f"{j}/4 runs")
@@ -210,9 +204,9 @@ def test_progress_bar_only_on_a_terminal():
     assert text.count("\n") == 1  # one line, redrawn in place
 
 
-def test_cluster_reports_each_stage_to_progress():
+def test_cluster_reports_each_stage_to_progress(iris):
     seen = []
-    X = np.loadtxt(ROOT / "data" / "iris" / "X.csv", delimiter=",", skiprows=1)
+    X, _ = iris
     sca.cluster(data=X, ensemble=[{"algorithm": "kmeans", "k": [3], "runs": 5}],
                 progress=lambda stage, fraction: seen.append((stage, round(fraction, 2))))
     assert [s for s, _ in seen] == ["ensemble"] * 5 + ["balancing", "spectral", "iteration"]

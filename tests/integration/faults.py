@@ -1,7 +1,7 @@
-"""Helpers of the fault tests: a private Redis that can be stopped and restarted
-(append-only file, so queued jobs survive), worker processes in their own
-process group (so SIGKILL takes the main process and its pool at once), and
-the API over HTTP with API keys."""
+"""Process helpers of the integration tests: a private Redis that can be stopped
+and restarted (append-only file, so queued jobs survive), worker processes in
+their own process group (so SIGKILL takes the main process and its pool at
+once), and the API over HTTP with API keys."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ import pytest
 import requests
 from werkzeug.serving import make_server
 
-from tests.conftest import ROOT, _answers, free_port
+from tests.conftest import ROOT, answers, free_port, stop_process, wait_for
 
 KEY = "fault-test-key-3f9c2a"
 AUTH = {"Authorization": f"Bearer {KEY}"}
@@ -32,7 +32,7 @@ class RedisProcess:
     def __init__(self, directory: Path, extra: tuple = ()):
         self.binary = shutil.which("redis-server")
         if self.binary is None:
-            pytest.skip("no redis-server binary")
+            pytest.fail("no redis-server binary: `make install-test` installs one")
         self.directory, self.extra = directory, tuple(extra)
         self.port = free_port()
         self.process = None
@@ -47,15 +47,14 @@ class RedisProcess:
              "--appendonly", "yes", "--appendfsync", "always", "--save", "", *self.extra],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + 15
-        while not _answers(wait_url or self.url):
+        while not answers(wait_url or self.url):
             if time.monotonic() > deadline or self.process.poll() is not None:
                 raise RuntimeError("redis-server did not start")
             time.sleep(0.05)
 
     def stop(self) -> None:
         if self.process is not None and self.process.poll() is None:
-            self.process.terminate()
-            self.process.wait(15)
+            stop_process(self.process, 15)
 
 
 class Worker:
@@ -93,11 +92,13 @@ class Worker:
                 self.kill()
 
 
-def worker_env(url: str, prefix: str, **extra) -> dict:
+def worker_env(url: str, prefix: str, fast_takeover: bool = True, **extra) -> dict:
+    """The environment of a worker on Redis ``url`` under key ``prefix``: one BLAS thread,
+    short heartbeats when ``fast_takeover``, plus ``extra`` settings."""
     env = dict(os.environ)
     env.update(REDIS_URL=url, SCA_KEY_PREFIX=prefix, SCA_JOB_TTL="600", OMP_NUM_THREADS="1",
                OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1", PYTHONPATH=str(ROOT),
-               **FAST_TAKEOVER)
+               **(FAST_TAKEOVER if fast_takeover else {}))
     env.update({k: str(v) for k, v in extra.items()})
     return env
 
@@ -120,18 +121,12 @@ class Api:
         kwargs.setdefault("timeout", 30)
         return requests.request(method, self.base + path, headers=AUTH, **kwargs)
 
+    def get(self, path: str) -> requests.Response:
+        return self.request("get", path)
+
     def wait(self, job_id: str, timeout: float = 120) -> dict:
-        deadline = time.monotonic() + timeout
-        while True:
-            response = self.request("get", f"/v1/jobs/{job_id}")
-            if response.status_code == 200:
-                job = response.json()
-                if job["status"] not in ("queued", "running"):
-                    return job
-            if time.monotonic() > deadline:
-                raise AssertionError(f"job {job_id} not finished after {timeout}s: "
-                                     f"{response.status_code} {response.text[:300]}")
-            time.sleep(0.1)
+        """The job's document once it has finished (:func:`tests.conftest.wait_for`)."""
+        return wait_for(self.get, job_id, timeout, interval=0.1)
 
     def close(self) -> None:
         self.server.shutdown()

@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
+import pytest
 import requests
 
-from tests.conftest import BASEBALL_IDS, BASEBALL_S
-from tests.integration.conftest import wait_job
-
-BODY = {"consensus": BASEBALL_S, "ids": BASEBALL_IDS}
-TEAMS = [["Cobb", "Fisk", "Rose"], ["Mays", "Ott", "Ruth"]]
+from tests.conftest import BASEBALL_BODY, BASEBALL_PAPER, BASEBALL_TEAMS, http_get, wait_for
 
 
 def submit(api, body):
@@ -19,42 +16,44 @@ def submit(api, body):
 
 
 def test_baseball_clusters_custom_cluster_and_cache(api, celery_worker):
-    accepted = submit(api, BODY)
+    accepted = submit(api, BASEBALL_BODY)
     assert accepted["status"] == "queued"
     seen = []
-    job = wait_job(api, accepted["id"], seen=seen)
+    job = wait_for(http_get(api), accepted["id"], 120, interval=0.05, seen=seen)
     assert job["status"] == "succeeded", job.get("error")
     result = job["result"]
     assert result["k"] == 2
-    assert sorted(map(sorted, result["clusters"])) == TEAMS
+    assert sorted(map(sorted, result["clusters"])) == BASEBALL_TEAMS
+    assert result["eigenvalues"][:3] == pytest.approx(BASEBALL_PAPER["eigenvalues"][:3],
+                                                      abs=1e-4)
     assert set(job["timings"]) == {"balancing", "spectral", "iteration"}
-    assert all(0 <= p <= 1 for _, _, p in seen)
+    assert all(0 <= seen_job["progress"] <= 1 for seen_job in seen)
     assert "sca.balance" in celery_worker.read_text()  # the worker process ran the stages
 
     custom = requests.post(f"{api}/v1/jobs/{accepted['id']}/custom-clusters",
                            json={"element": "Rose", "min_size": 2, "max_size": 3}, timeout=30)
     assert custom.status_code == 200
-    assert sorted(custom.json()["cluster"]) == ["Cobb", "Fisk", "Rose"]
+    assert sorted(custom.json()["cluster"]) == BASEBALL_TEAMS[0]
     assert custom.json()["cluster"][0] == "Rose"
 
-    again = submit(api, BODY)
+    again = submit(api, BASEBALL_BODY)
     assert again["status"] == "succeeded"  # at once, from the cache
     cached = requests.get(f"{api}/v1/jobs/{again['id']}", timeout=30).json()
     assert cached["cached"] is True and cached["result"]["clusters"] == result["clusters"]
 
-    variant = submit(api, dict(BODY, options={"seed": 3, "split": "gaps", "starts": 2}))
-    job = wait_job(api, variant["id"])
+    variant = submit(api, dict(BASEBALL_BODY, options={"seed": 3, "split": "gaps", "starts": 2}))
+    job = wait_for(http_get(api), variant["id"], 120, interval=0.05)
     assert job["status"] == "succeeded"
     assert set(job["timings"]) == {"iteration"}  # balanced matrix and spectrum reused
-    assert sorted(map(sorted, job["result"]["clusters"])) == TEAMS
+    assert sorted(map(sorted, job["result"]["clusters"])) == BASEBALL_TEAMS
 
     assert requests.delete(f"{api}/v1/jobs/{accepted['id']}", timeout=30).status_code == 204
     assert requests.get(f"{api}/v1/jobs/{accepted['id']}", timeout=30).status_code == 404
 
 
 def test_numerical_failure_over_the_worker(api, celery_worker):
-    accepted = submit(api, dict(BODY, options={"max_iterations": 1, "seed": 42}))
-    job = wait_job(api, accepted["id"])
+    accepted = submit(api, dict(BASEBALL_BODY, options={"max_iterations": 1, "seed": 42}))
+    job = wait_for(http_get(api), accepted["id"], 120, interval=0.05)
     assert job["status"] == "failed"
     assert job["error"]["status"] == 422 and "options.max_iterations" in job["error"]["errors"]
 

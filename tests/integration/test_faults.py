@@ -11,12 +11,8 @@ import pytest
 import redis
 import requests
 
-from tests.conftest import BASEBALL_IDS, BASEBALL_S, DATA
-from tests.integration.conftest import wait_job
+from tests.conftest import BASEBALL_BODY, BASEBALL_TEAMS, DATA, http_get, wait_for
 from tests.integration.faults import Api, RedisProcess, Worker, worker_env
-
-BASEBALL = {"consensus": BASEBALL_S, "ids": BASEBALL_IDS}
-TEAMS = [["Cobb", "Fisk", "Rose"], ["Mays", "Ott", "Ruth"]]
 
 
 def leukemia_job(api, runs: int, seed: int) -> str:
@@ -81,11 +77,11 @@ def test_redis_restarted_while_jobs_wait_and_the_api_serves(private_redis, tmp_p
     worker = Worker(worker_env(private_redis.url, prefix), tmp_path / "worker.log", "restart")
     try:
         long_job = leukemia_job(api, runs=12, seed=3)  # keeps the one worker busy
-        waiting = [api.request("post", "/v1/jobs", json=dict(BASEBALL, options={"seed": s})
+        waiting = [api.request("post", "/v1/jobs", json=dict(BASEBALL_BODY, options={"seed": s})
                                ).json()["id"] for s in range(3)]
         private_redis.stop()
         for method, path, kwargs in (("get", "/readyz", {}),
-                                     ("post", "/v1/jobs", {"json": BASEBALL}),
+                                     ("post", "/v1/jobs", {"json": BASEBALL_BODY}),
                                      ("get", f"/v1/jobs/{waiting[0]}", {}),
                                      ("get", f"/v1/jobs/{long_job}/elements/0/similar", {})):
             response, took = _timed(api, method, path, **kwargs)
@@ -100,12 +96,12 @@ def test_redis_restarted_while_jobs_wait_and_the_api_serves(private_redis, tmp_p
         while api.request("get", "/readyz").status_code != 200:
             assert time.monotonic() < deadline, "the API did not recover by itself"
             time.sleep(0.2)
-        after = api.request("post", "/v1/jobs", json=dict(BASEBALL, options={"seed": 9}))
+        after = api.request("post", "/v1/jobs", json=dict(BASEBALL_BODY, options={"seed": 9}))
         assert after.status_code == 202, after.text
         for job_id in [long_job, *waiting, after.json()["id"]]:
             job = api.wait(job_id, timeout=120)
             assert job["status"] == "succeeded", (job_id, job.get("error"))
-        assert sorted(map(sorted, job["result"]["clusters"])) == TEAMS
+        assert sorted(map(sorted, job["result"]["clusters"])) == BASEBALL_TEAMS
     finally:
         worker.stop()
         api.close()
@@ -128,8 +124,10 @@ def test_cancel_stops_tasks_and_leaves_no_artifacts(api, celery_worker, store, r
     done = requests.get(f"{api}/v1/jobs/{job_id}", timeout=30).json()["ensemble"]["done"]
     time.sleep(1.5)
     job = requests.get(f"{api}/v1/jobs/{job_id}", timeout=30).json()
-    assert job["status"] == "cancelled" and job["ensemble"]["done"] == done < 30  # stopped
+    assert job["status"] == "cancelled" and "result" not in job
+    assert job["ensemble"]["done"] == done < job["ensemble"]["total"] == 30  # stopped
     h = record["hashes"]["input"]
+    assert not store.has(f"op:{h}")  # no consensus was built
     leftovers = [k.decode() for k in redis_client.scan_iter(f"{store.prefix}*")
                  if h.encode() in k or job_id.encode() in k]
     assert leftovers == [f"{store.prefix}job:{job_id}"]  # only the record saying "cancelled"
@@ -137,19 +135,19 @@ def test_cancel_stops_tasks_and_leaves_no_artifacts(api, celery_worker, store, r
     assert not [k for k in redis_client.scan_iter(f"{store.prefix}*") if job_id.encode() in k]
 
 
-def test_a_pickled_task_message_is_refused(celery_worker, worker_env, api):
+def test_a_pickled_task_message_is_refused(celery_worker, redis_url, api):
     from worker.celery_app import create_celery
 
-    client = create_celery({"REDIS_URL": worker_env["REDIS_URL"]})
+    client = create_celery({"REDIS_URL": redis_url})
     client.send_task("sca.start", kwargs={"job_id": "pickled"}, serializer="pickle")
     deadline = time.monotonic() + 20
     while "untrusted content of type pickle" not in celery_worker.read_text():
         assert time.monotonic() < deadline, "the worker did not refuse the pickled message"
         time.sleep(0.1)
     # The worker is still serving.
-    accepted = requests.post(f"{api}/v1/jobs", json=dict(BASEBALL, options={"seed": 5}),
+    accepted = requests.post(f"{api}/v1/jobs", json=dict(BASEBALL_BODY, options={"seed": 5}),
                              timeout=30).json()
-    assert wait_job(api, accepted["id"])["status"] == "succeeded"
+    assert wait_for(http_get(api), accepted["id"], 120, interval=0.05)["status"] == "succeeded"
 
 
 def test_redis_password_is_required_and_used(tmp_path):
@@ -163,9 +161,9 @@ def test_redis_password_is_required_and_used(tmp_path):
         worker = Worker(worker_env(url, prefix), tmp_path / "worker.log", "password")
         api = Api(url, prefix)
         try:
-            job_id = api.request("post", "/v1/jobs", json=BASEBALL).json()["id"]
+            job_id = api.request("post", "/v1/jobs", json=BASEBALL_BODY).json()["id"]
             job = api.wait(job_id, timeout=60)
-            assert sorted(map(sorted, job["result"]["clusters"])) == TEAMS
+            assert sorted(map(sorted, job["result"]["clusters"])) == BASEBALL_TEAMS
             assert "s3cret-pass" not in (tmp_path / "worker.log").read_text()
         finally:
             api.close()

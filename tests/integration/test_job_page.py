@@ -12,7 +12,7 @@ import pytest
 
 from sca.client import Client
 from service import create_app
-from tests.conftest import BASEBALL_IDS, BASEBALL_S, DATA, ROOT
+from tests.conftest import BASEBALL_BODY, BASEBALL_TEAMS, ROOT
 from tests.service.serving import sca_serve, serve
 
 CHROMIUM = os.environ.get("SCA_TEST_CHROMIUM", "/usr/bin/chromium")
@@ -64,7 +64,7 @@ def _ask_for_roses_cluster(page) -> None:
     page.click("#ask")
     answer = page.locator("#answer-cluster li")
     expect(answer).to_have_count(3)
-    assert set(answer.all_inner_texts()) == {"Rose", "Cobb", "Fisk"}
+    assert set(answer.all_inner_texts()) == set(BASEBALL_TEAMS[0])
     expect(page.locator("#answer-title")).to_contain_text("Custom cluster of Rose")
     page.wait_for_function("() => document.getElementById('answer-plot').naturalWidth"
                            " === 800")
@@ -80,7 +80,7 @@ def _expect_baseball_result(page) -> None:
     expect(rows).to_have_count(2)
     members = sorted(sorted(text.split(", ")) for text in
                      rows.locator("td.members").all_inner_texts())
-    assert members == [["Cobb", "Fisk", "Rose"], ["Mays", "Ott", "Ruth"]]
+    assert members == BASEBALL_TEAMS
     _images_loaded(page)
 
 
@@ -88,7 +88,7 @@ def test_baseball_on_the_job_page(page):
     from playwright.sync_api import expect
 
     with sca_serve() as url:
-        job = Client(url).submit(consensus=BASEBALL_S, ids=BASEBALL_IDS)
+        job = Client(url).submit(**BASEBALL_BODY)
         page.goto(url + job.accepted["links"]["view"])
         _expect_baseball_result(page)
         assert page.locator('img[data-plot="membership"]').count() == 0  # one start
@@ -118,7 +118,7 @@ def test_job_page_with_api_keys(page):
     app = create_app({"TESTING": True, "REDIS_URL": None,
                       "SCA_API_KEYS": f"{KEY},{OTHER_KEY}"})
     with serve(app) as url:
-        job = Client(url, api_key=KEY).submit(consensus=BASEBALL_S, ids=BASEBALL_IDS)
+        job = Client(url, api_key=KEY).submit(**BASEBALL_BODY)
         view = url + job.accepted["links"]["view"]
         sent = []
         page.on("request", lambda request: sent.append(request))
@@ -201,17 +201,15 @@ class Gate:
         self.runner.shutdown()
 
 
-def test_live_progress_by_stage(page):
+def test_live_progress_by_stage(page, iris):
     from playwright.sync_api import expect
 
     app = create_app({"TESTING": True, "REDIS_URL": None})
     backend = app.extensions["sca"]
     gate = backend.queue = Gate(backend.queue)
     with serve(app) as url:
-        X = (DATA / "iris" / "X.csv").read_text().splitlines()[1:]
-        data = [[float(v) for v in line.split(",")] for line in X]
-        job = Client(url).submit(data=data, ensemble=[{"algorithm": "kmeans", "k": 3,
-                                                       "runs": 10}])
+        job = Client(url).submit(data=iris[0].tolist(),
+                                 ensemble=[{"algorithm": "kmeans", "k": 3, "runs": 10}])
         page.goto(url + job.accepted["links"]["view"])
         expect(page.locator("#status")).to_have_text("queued")
         expect(page.locator("#status-detail")).to_have_text("waiting for a worker")

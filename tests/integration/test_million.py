@@ -6,28 +6,25 @@ Artifacts are stored in 1 MB chunks here (``CHUNK_BYTES``), so the input
 
 from __future__ import annotations
 
-import io
-
 import numpy as np
 import requests
 
-from tests.integration.conftest import CHUNK_BYTES, wait_job
+from sca.planted import planted_runs, planted_truth
+from tests.conftest import http_get, npy, wait_for
+from tests.integration.conftest import CHUNK_BYTES
 
 N, RUNS = 1_000_000, 10
 
 
 def test_a_million_elements_from_label_runs(api, celery_worker, store, redis_client):
     rng = np.random.default_rng(0)
-    truth = rng.integers(0, 3, N)
-    noise = rng.random((N, RUNS)) < 0.1
-    labels = np.where(noise, rng.integers(0, 3, (N, RUNS)), truth[:, None]).astype(np.int32)
-    buffer = io.BytesIO()
-    np.save(buffer, labels)
-    response = requests.post(f"{api}/v1/jobs", files={"file": ("runs.npy", buffer.getvalue())},
+    truth = planted_truth(N, [1, 1, 1], rng)
+    labels = planted_runs(truth, RUNS, 0.1, rng)
+    response = requests.post(f"{api}/v1/jobs", files={"file": ("runs.npy", npy(labels))},
                              data={"input": "labels"}, timeout=120)
     assert response.status_code == 202, response.text
     job_id = response.json()["id"]
-    job = wait_job(api, job_id, timeout=150)
+    job = wait_for(http_get(api), job_id, timeout=150, interval=0.05)
     assert job["status"] == "succeeded", job.get("error")
     result = job["result"]
     assert result["k"] == 3 and len(result["labels"]) == N

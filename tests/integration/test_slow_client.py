@@ -3,41 +3,24 @@
 
 from __future__ import annotations
 
-import os
 import socket
-import subprocess
-import sys
 import time
+from urllib.parse import urlparse
 
 import pytest
 import requests
 
-from tests.conftest import BASEBALL_S, ROOT, free_port
+from tests.conftest import BASEBALL_S
+from tests.service.serving import sca_serve
 
 
 @pytest.fixture
 def served(tmp_path):
-    port = free_port()
-    env = {k: v for k, v in os.environ.items() if k != "REDIS_URL"}
-    env.update(SCA_API_KEYS="slow-key", PYTHONPATH=str(ROOT))
-    log = open(tmp_path / "serve.log", "w")
-    process = subprocess.Popen([sys.executable, "-m", "service.cli", "serve", "--port", str(port),
-                                "--threads", "4"], cwd=ROOT, env=env, stdout=log,
-                               stderr=subprocess.STDOUT)
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            requests.get(f"{base}/healthz", timeout=1)
-            break
-        except requests.ConnectionError:
-            assert process.poll() is None and time.monotonic() < deadline, \
-                (tmp_path / "serve.log").read_text()
-            time.sleep(0.1)
-    yield base, port
-    process.terminate()
-    process.wait(15)
-    assert "no API keys" not in (tmp_path / "serve.log").read_text()
+    """``sca serve`` with an API key and four threads: its base URL and port."""
+    log = tmp_path / "serve.log"
+    with sca_serve(env={"SCA_API_KEYS": "slow-key"}, args=("--threads", "4"), log=log) as base:
+        yield base, urlparse(base).port
+    assert "no API keys" not in log.read_text()
 
 
 def test_a_stalled_upload_does_not_block_others(served):

@@ -14,11 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import BASEBALL_IDS, BASEBALL_S, _answers, free_port
+from tests.conftest import BASEBALL_BODY, BASEBALL_TEAMS, answers, free_port, stop_process
 from tests.integration.faults import Api, Worker, worker_env
-
-BASEBALL = {"consensus": BASEBALL_S, "ids": BASEBALL_IDS}
-TEAMS = [["Cobb", "Fisk", "Rose"], ["Mays", "Ott", "Ruth"]]
 #: Options of the API: no keys (anonymous) and short Redis timeouts, so that 503s come fast.
 OPEN = {"SCA_API_KEYS": "", "SCA_ALLOW_ANONYMOUS": 1, "SCA_REDIS_TIMEOUT": 3}
 
@@ -80,7 +77,7 @@ class TlsRedis:
              "--dir", str(directory)],
             stdout=open(log, "w"), stderr=subprocess.STDOUT)
         deadline = time.monotonic() + 15
-        while not _answers(self.url):
+        while not answers(self.url):
             if self.process.poll() is not None or time.monotonic() > deadline:
                 self.stop()
                 pytest.fail(f"redis-server did not answer over TLS on port {self.port}: is it "
@@ -90,8 +87,7 @@ class TlsRedis:
 
     def stop(self) -> None:
         if self.process.poll() is None:
-            self.process.terminate()
-            self.process.wait(15)
+            stop_process(self.process, 15)
 
 
 @pytest.fixture
@@ -122,12 +118,12 @@ def test_rediss_broker_backend_and_store_with_a_verified_ca(tls_redis, tmp_path)
         ready = api.request("get", "/readyz")
         assert ready.status_code == 200, ready.text
         assert ready.json()["checks"] == {"store": "ok", "broker": "ok"}
-        response = api.request("post", "/v1/jobs", json=BASEBALL)
+        response = api.request("post", "/v1/jobs", json=BASEBALL_BODY)
         assert response.status_code == 202, response.text
         job = api.wait(response.json()["id"], timeout=60)
         assert job["status"] == "succeeded", job.get("error")
         assert job["result"]["k"] == 2
-        assert sorted(map(sorted, job["result"]["clusters"])) == TEAMS
+        assert sorted(map(sorted, job["result"]["clusters"])) == BASEBALL_TEAMS
         # The stages ran in the worker, which reached Redis over TLS only.
         assert "sca.iterate" in (tmp_path / "worker.log").read_text()
     finally:

@@ -1,19 +1,23 @@
-"""Route-test fixtures: the app on the embedded default, and a client that checks
-every response against ``openapi.yaml``."""
+"""Route-test fixtures and helpers: the app on the embedded default, a client that
+checks every response against ``openapi.yaml``, API keys, problem documents and
+finished jobs."""
 
 from __future__ import annotations
 
 import re
-import time
-from pathlib import Path
 
 import pytest
 import yaml
 from openapi_schema_validator import OAS31Validator
 
 from service import create_app
+from tests.conftest import BASEBALL_BODY, ROOT, wait_for
 
-SPEC_PATH = Path(__file__).resolve().parents[2] / "openapi.yaml"
+SPEC_PATH = ROOT / "openapi.yaml"
+#: Two API keys and their headers (apps made with ``SCA_API_KEYS=f"{KEY_A},{KEY_B}"``).
+KEY_A, KEY_B = "alpha-0123456789abcdef", "bravo-fedcba9876543210"
+A = {"Authorization": f"Bearer {KEY_A}"}
+B = {"Authorization": f"Bearer {KEY_B}"}
 
 
 def load_spec() -> dict:
@@ -73,6 +77,10 @@ class ContractClient:
             raise ContractError(f"{method.upper()} {path}: status {response.status_code} "
                                 f"is not documented ({response.get_data(as_text=True)[:300]})")
         documented = self._resolve(documented)
+        missing = [name for name in documented.get("headers", {}) if name not in response.headers]
+        if missing:
+            raise ContractError(f"{method.upper()} {path}: status {response.status_code} lacks "
+                                f"the documented header(s) {', '.join(missing)}")
         content = documented.get("content")
         if not content:
             if response.get_data():
@@ -83,9 +91,6 @@ class ContractClient:
         schema = content[response.mimetype].get("schema", {})
         if response.mimetype.endswith("json"):
             self.validate(response.get_json(), schema)
-        for name, header in documented.get("headers", {}).items():
-            if name == "Location" and name not in response.headers:
-                raise ContractError(f"missing header {name}")
 
 
 class IdleQueue:
@@ -154,13 +159,35 @@ def make_client(spec):
             queue.shutdown()
 
 
-def wait_for(client, job_id: str, timeout: float = 60) -> dict:
-    """Poll a job until it leaves queued/running."""
-    deadline = time.monotonic() + timeout
-    while True:
-        job = client.get(f"/v1/jobs/{job_id}").get_json()
-        if job["status"] not in ("queued", "running"):
-            return job
-        if time.monotonic() > deadline:
-            raise AssertionError(f"job {job_id} still {job['status']} after {timeout}s")
-        time.sleep(0.02)
+@pytest.fixture
+def keyed(make_client):
+    """A client on an app with the two API keys ``KEY_A`` and ``KEY_B``."""
+    return make_client(SCA_API_KEYS=f"{KEY_A},{KEY_B}")
+
+
+def keyed_get(client, headers: dict | None = None):
+    """``get(path)`` of ``client`` sending ``headers`` (one key's) on every call, for
+    :func:`tests.conftest.wait_for`."""
+    return lambda path, **kwargs: client.get(path, headers=headers or {}, **kwargs)
+
+
+def finished_job(client, body: dict | None = None, headers: dict | None = None) -> str:
+    """Submit ``body`` (the baseball example by default) with ``headers``, wait for the
+    job and check that it succeeded; its id."""
+    response = client.post("/v1/jobs", json=BASEBALL_BODY if body is None else body,
+                           headers=headers or {})
+    assert response.status_code == 202, response.get_data(as_text=True)
+    job = wait_for(keyed_get(client, headers), response.get_json()["id"])
+    assert job["status"] == "succeeded", job.get("error")
+    return job["id"]
+
+
+def problem(response, status: int, field: str | None = None) -> dict:
+    """Check that ``response`` is a problem document of ``status`` (naming ``field``); its body."""
+    assert response.status_code == status, response.get_data(as_text=True)
+    assert response.mimetype == "application/problem+json"
+    body = response.get_json()
+    assert body["status"] == status and body["title"] and body["detail"] and body["type"]
+    if field is not None:
+        assert field in body.get("errors", {}), body
+    return body

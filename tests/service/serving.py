@@ -2,7 +2,7 @@
 
 :func:`serve` runs an app on werkzeug's threaded WSGI server on a free
 loopback port in a background thread; :func:`sca_serve` starts the real
-``sca serve`` command (embedded default) as a subprocess.
+``sca serve`` command (embedded default unless told otherwise) as a subprocess.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import tempfile
 import threading
 import time
 from contextlib import contextmanager
+from pathlib import Path
 
 import requests
 from werkzeug.serving import make_server
@@ -53,23 +54,31 @@ def wait_until_up(url: str, process=None, timeout: float = 30) -> None:
 
 
 @contextmanager
-def sca_serve():
-    """``sca serve`` on the embedded default (no REDIS_URL, no API keys); yields the URL."""
+def sca_serve(env: dict | None = None, args=(), log: Path | None = None):
+    """``sca serve`` on 127.0.0.1:<free port> with extra command-line ``args``; yields the URL.
+
+    The environment is this process's without ``REDIS_URL`` and API keys (the
+    embedded default, open), plus ``env``.  Its output (standard output and
+    error) goes to the file ``log`` when given, else to a temporary file shown
+    if the server does not come up.
+    """
     port = free_port()
-    env = {k: v for k, v in os.environ.items()
-           if k != "REDIS_URL" and not k.startswith("SCA_API_KEY")}
-    log = tempfile.TemporaryFile()
+    environment = {k: v for k, v in os.environ.items()
+                   if k != "REDIS_URL" and not k.startswith("SCA_API_KEY")}
+    environment.update(PYTHONPATH=str(ROOT), **(env or {}))
+    output = open(log, "w+b") if log is not None else tempfile.TemporaryFile()
     process = subprocess.Popen(
         [sys.executable, "-m", "service.cli", "serve", "--host", "127.0.0.1", "--port",
-         str(port)], cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=log)
+         str(port), *args], cwd=ROOT, env=environment, stdout=output, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     try:
         try:
             wait_until_up(url, process)
         except RuntimeError as exc:
-            log.seek(0)
-            raise RuntimeError(f"{exc}; its log:\n{log.read().decode(errors='replace')}") from None
+            output.seek(0)
+            raise RuntimeError(f"{exc}; its log:\n{output.read().decode(errors='replace')}"
+                               ) from None
         yield url
     finally:
         stop_process(process, 15)
-        log.close()
+        output.close()

@@ -8,20 +8,10 @@ import logging
 import pytest
 
 import service.auth
-from tests.conftest import BASEBALL_S
-from tests.service.conftest import wait_for
-from tests.service.test_errors import problem
+from tests.conftest import BASEBALL_S, wait_for
+from tests.service.conftest import A, B, KEY_A, KEY_B, finished_job, keyed_get, problem
 
-KEY_A, KEY_B = "alpha-0123456789abcdef", "bravo-fedcba9876543210"
-A = {"Authorization": f"Bearer {KEY_A}"}
-B = {"Authorization": f"Bearer {KEY_B}"}
 BODY = {"consensus": BASEBALL_S}
-
-
-@pytest.fixture
-def keyed(make_client):
-    return make_client(SCA_API_KEYS=f"{KEY_A},{KEY_B}")
-
 
 V1 = [("get", "/v1/jobs/x", {}), ("delete", "/v1/jobs/x", {}),
       ("post", "/v1/jobs", {"json": BODY}),
@@ -50,9 +40,7 @@ def test_health_and_spec_stay_open(keyed):
 
 
 def test_jobs_belong_to_their_key(keyed):
-    job_id = keyed.post("/v1/jobs", json=BODY, headers=A).get_json()["id"]
-    job = wait_for(_As(keyed, A), job_id)
-    assert job["status"] == "succeeded"
+    job_id = finished_job(keyed, BODY, A)
     base = f"/v1/jobs/{job_id}"
     for method, path, kwargs in [("get", base, {}),
                                  ("post", f"{base}/custom-clusters", {"json": {"element": 0}}),
@@ -63,7 +51,7 @@ def test_jobs_belong_to_their_key(keyed):
     # The other key's identical request is not answered from the first key's cache.
     other = keyed.post("/v1/jobs", json=BODY, headers=B).get_json()
     assert other["status"] == "queued"
-    assert wait_for(_As(keyed, B), other["id"])["cached"] is False
+    assert wait_for(keyed_get(keyed, B), other["id"])["cached"] is False
     again = keyed.post("/v1/jobs", json=BODY, headers=A).get_json()
     assert again["status"] == "succeeded"  # the owner's own cache still answers
     assert keyed.get(base, headers=A).status_code == 200
@@ -98,8 +86,7 @@ def test_keys_are_compared_in_constant_time(keyed, monkeypatch):
 
 def test_keys_are_never_logged_or_stored(keyed, caplog):
     caplog.set_level(logging.DEBUG)
-    job_id = keyed.post("/v1/jobs", json=BODY, headers=A).get_json()["id"]
-    wait_for(_As(keyed, A), job_id)
+    job_id = finished_job(keyed, BODY, A)
     keyed.get("/v1/jobs/x", headers={"Authorization": f"Bearer {KEY_A}-wrong"})
     assert KEY_A not in caplog.text and KEY_B not in caplog.text
     store = keyed.raw.application.extensions["sca"].store
@@ -109,12 +96,12 @@ def test_keys_are_never_logged_or_stored(keyed, caplog):
 
 def test_rate_limit_is_per_key(make_client):
     client = make_client(SCA_API_KEYS=f"{KEY_A},{KEY_B}", SCA_RATE_LIMIT=3)
-    statuses = [client.get("/v1/jobs/x", headers=A).status_code for _ in range(10)]
+    responses = [client.get("/v1/jobs/x", headers=A) for _ in range(10)]
+    statuses = [response.status_code for response in responses]
     assert statuses.count(429) >= 4 and statuses[:3] == [404] * 3
-    limited = client.get("/v1/jobs/x", headers=A)
-    if limited.status_code == 429:
-        body = problem(limited, 429, "Authorization")
-        assert limited.headers["Retry-After"] == "1" and "3 requests" in body["detail"]
+    limited = next(response for response in responses if response.status_code == 429)
+    body = problem(limited, 429, "Authorization")
+    assert limited.headers["Retry-After"] == "1" and "3 requests" in body["detail"]
     assert client.get("/v1/jobs/x", headers=B).status_code == 404  # another key's quota
 
 
@@ -136,13 +123,3 @@ def test_anonymous_embedded_default_says_so(make_client, caplog):
     caplog.set_level(logging.WARNING)
     make_client()
     assert "no API keys configured" in caplog.text
-
-
-class _As:
-    """A client that sends one key's header on every call (for ``wait_for``)."""
-
-    def __init__(self, client, headers):
-        self.client, self.headers = client, headers
-
-    def get(self, path, **kwargs):
-        return self.client.get(path, headers=self.headers, **kwargs)

@@ -3,27 +3,20 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-import time
 
 import pytest
 import requests
 
 from service import cli
-from tests.conftest import BASEBALL_IDS, BASEBALL_S, ROOT, free_port
+from tests.conftest import BASEBALL_BODY, BASEBALL_CSV, BASEBALL_TEAMS, http_get, wait_for
+from tests.service.serving import sca_serve
 
 
-def test_cluster_is_delegated_to_the_core(tmp_path, capsys):
-    path = tmp_path / "S.csv"
-    rows = [",".join(BASEBALL_IDS)] + [",".join(map(str, r)) for r in BASEBALL_S]
-    path.write_text("\n".join(rows))
-    assert cli.main(["cluster", "--consensus", str(path)]) == 0
+def test_cluster_is_delegated_to_the_core(capsys):
+    assert cli.main(["cluster", "--consensus", str(BASEBALL_CSV)]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["k"] == 2
-    assert sorted(map(sorted, out["clusters"])) == [["Cobb", "Fisk", "Rose"],
-                                                    ["Mays", "Ott", "Ruth"]]
+    assert sorted(map(sorted, out["clusters"])) == BASEBALL_TEAMS
 
 
 def test_serve_is_listed_with_the_core_commands(capsys):
@@ -38,36 +31,15 @@ def test_serve_is_listed_with_the_core_commands(capsys):
 
 
 def test_sca_serve_embedded_default_end_to_end():
-    port = free_port()
-    env = {k: v for k, v in os.environ.items() if k != "REDIS_URL"}
-    process = subprocess.Popen([sys.executable, "-m", "service.cli", "serve", "--port", str(port)],
-                               cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
-                               stderr=subprocess.PIPE, text=True)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 20
-        while True:
-            try:
-                if requests.get(f"{base}/readyz", timeout=1).json()["mode"] == "embedded":
-                    break
-            except requests.ConnectionError:
-                pass
-            assert process.poll() is None and time.monotonic() < deadline, "sca serve did not start"
-            time.sleep(0.1)
-        response = requests.post(f"{base}/v1/jobs", json={"consensus": BASEBALL_S,
-                                                          "ids": BASEBALL_IDS}, timeout=5)
+    with sca_serve() as base:
+        assert requests.get(f"{base}/readyz", timeout=5).json()["mode"] == "embedded"
+        response = requests.post(f"{base}/v1/jobs", json=BASEBALL_BODY, timeout=5)
         assert response.status_code == 202
-        location = base + response.headers["Location"]
-        for _ in range(200):
-            job = requests.get(location, timeout=5).json()
-            if job["status"] == "succeeded":
-                break
-            time.sleep(0.05)
-        assert sorted(map(sorted, job["result"]["clusters"])) == [["Cobb", "Fisk", "Rose"],
-                                                                  ["Mays", "Ott", "Ruth"]]
-        custom = requests.post(f"{location}/custom-clusters",
+        location = response.headers["Location"]
+        job = wait_for(http_get(base, timeout=5), location.rsplit("/", 1)[1], timeout=20,
+                       interval=0.05)
+        assert job["status"] == "succeeded", job.get("error")
+        assert sorted(map(sorted, job["result"]["clusters"])) == BASEBALL_TEAMS
+        custom = requests.post(f"{base}{location}/custom-clusters",
                                json={"element": "Fisk", "min_size": 2, "max_size": 3}, timeout=5)
-        assert sorted(custom.json()["cluster"]) == ["Cobb", "Fisk", "Rose"]
-    finally:
-        process.terminate()
-        process.wait(10)
+        assert sorted(custom.json()["cluster"]) == BASEBALL_TEAMS[0]

@@ -10,31 +10,10 @@ import pytest
 
 from sca import client as c
 from service import create_app
-from tests.conftest import BASEBALL_IDS, BASEBALL_S, DATA
+from tests.conftest import (BASEBALL_CSV, BASEBALL_IDS, BASEBALL_S, BASEBALL_TEAMS, Terminal,
+                            baseball_paper_ranking, free_port)
 from tests.service.conftest import IdleQueue
 from tests.service.serving import serve
-
-BASEBALL_CLUSTERS = [["Rose", "Cobb", "Fisk"], ["Ott", "Ruth", "Mays"]]
-
-
-class _Terminal(io.StringIO):
-    def isatty(self):
-        return True
-
-
-class FailingQueue(IdleQueue):
-    """Every job fails at once, as a stage would fail it."""
-
-    def __init__(self, store):
-        super().__init__()
-        self.store = store
-
-    def submit(self, job_id):
-        self.store.update_job(job_id, {"status": "failed", "stage": "balancing", "error": {
-            "type": "https://sca.invalid/problems/balancing-not-converged",
-            "title": "Balancing did not converge", "status": 422, "stage": "balancing",
-            "detail": "no doubly stochastic scaling", "errors": {"consensus": ["no scaling"]}}})
-        return "failed-task"
 
 
 def _app(**config):
@@ -51,16 +30,18 @@ def test_submit_wait_result_and_queries(url):
     api = c.Client(url)
     assert api.health() == {"status": "ok"}
     job = api.submit(consensus=np.array(BASEBALL_S), ids=BASEBALL_IDS, options={"starts": 3})
-    terminal = _Terminal()
+    terminal = Terminal()
     document = job.wait(progress=True, stream=terminal, interval=0.02)
     assert document["status"] == "succeeded"
     assert terminal.getvalue().endswith("\n") and "%" in terminal.getvalue()
     result = job.result()
-    assert sorted(map(sorted, result["clusters"])) == sorted(map(sorted, BASEBALL_CLUSTERS))
+    assert sorted(map(sorted, result["clusters"])) == BASEBALL_TEAMS
     custom = job.custom_cluster("Rose", max_size=3)
-    assert set(custom["cluster"]) == {"Rose", "Cobb", "Fisk"}
+    assert sorted(custom["cluster"]) == BASEBALL_TEAMS[0]
     similar = job.similar("Ott", limit=2)
-    assert [r["id"] for r in similar["ranked"]] == ["Ruth", "Mays"]
+    paper = baseball_paper_ranking("Ott")[:2]  # the "sca" method ranks by Ott's row of P
+    assert [r["id"] for r in similar["ranked"]] == [name for name, _ in paper]
+    assert [round(r["score"], 4) for r in similar["ranked"]] == [score for _, score in paper]
     assert job.plot("spectrum", "png")[:4] == b"\x89PNG"
     assert b"Rose" in job.plot("custom", "svg", element="Rose", max_size=3)
 
@@ -72,9 +53,9 @@ def test_wait_draws_nothing_off_a_terminal(url):
     assert quiet.getvalue() == ""
 
 
-def test_upload_sends_an_npy_file(url):
+def test_upload_sends_an_npy_file(url, iris):
     api = c.Client(url)
-    X = np.loadtxt(DATA / "iris" / "X.csv", delimiter=",", skiprows=1)
+    X, _ = iris
     job = api.submit(data=X, snn={"kappa": 10}, options={"k": 3}, upload=True)
     job.wait(timeout=60, interval=0.05)
     assert job.result()["k"] == 3
@@ -103,8 +84,6 @@ def test_errors_are_typed_with_the_problem_fields(url):
 
 
 def test_unreachable_service_is_its_own_error():
-    from tests.conftest import free_port
-
     with pytest.raises(c.ServiceUnreachable):
         c.Client(f"http://127.0.0.1:{free_port()}", timeout=2).health()
 
@@ -123,17 +102,15 @@ def test_queued_failed_and_slow_jobs():
         job.cancel()
         with pytest.raises(c.JobCancelled):
             job.wait()
-    app = _app()
-    app.extensions["sca"].queue.shutdown()
-    app.extensions["sca"].queue = FailingQueue(app.extensions["sca"].store)
-    with serve(app) as base:
-        job = c.Client(base).submit(consensus=BASEBALL_S)
+    with serve(_app()) as base:  # a job that really fails: no stable clustering in 1 step
+        job = c.Client(base).submit(consensus=BASEBALL_S, options={"max_iterations": 1})
         with pytest.raises(c.JobFailed) as info:
-            job.wait()
+            job.wait(interval=0.02)
         failed = info.value
-        assert (failed.status, failed.title) == (422, "Balancing did not converge")
-        assert failed.errors == {"consensus": ["no scaling"]}
-        assert failed.job["status"] == "failed"
+        assert (failed.status, failed.title) == (422, "No stable clustering")
+        assert failed.type.endswith("iteration-not-converged")
+        assert failed.errors == {"options.max_iterations": [failed.detail]}
+        assert failed.job["status"] == "failed" and failed.job["error"]["stage"] == "iteration"
         with pytest.raises(c.JobFailed):
             job.result()
 
@@ -147,16 +124,12 @@ def test_api_key_is_sent_as_a_bearer_token():
 def test_sca_submit_prints_the_finished_job(url, tmp_path, capsys):
     from service.cli import main
 
-    consensus = tmp_path / "S.csv"
-    consensus.write_text(",".join(BASEBALL_IDS) + "\n" +
-                         "\n".join(",".join(map(str, row)) for row in BASEBALL_S))
-    assert main(["submit", "--url", url, "--consensus", str(consensus), "--starts", "2",
+    assert main(["submit", "--url", url, "--consensus", str(BASEBALL_CSV), "--starts", "2",
                  "--plots", str(tmp_path / "plots")]) == 0
     captured = capsys.readouterr()
     job = json.loads(captured.out)
     assert job["status"] == "succeeded"
-    assert sorted(map(sorted, job["result"]["clusters"])) == sorted(
-        map(sorted, BASEBALL_CLUSTERS))
+    assert sorted(map(sorted, job["result"]["clusters"])) == BASEBALL_TEAMS
     assert sorted(p.name for p in (tmp_path / "plots").iterdir()) == [
         "consensus.png", "histogram.png", "membership.png", "spectrum.png", "trace.png"]
     assert "\r" not in captured.err  # no bar: standard error is not a terminal here
@@ -170,10 +143,7 @@ def test_sca_submit_reports_service_errors(url, tmp_path, capsys):
     assert main(["submit", "--url", url, "--consensus", str(bad)]) == 2
     err = capsys.readouterr().err
     assert "422" in err and "consensus" in err
-    from tests.conftest import free_port
 
-    good = tmp_path / "G.csv"
-    good.write_text("\n".join(",".join(map(str, row)) for row in BASEBALL_S))
     assert main(["submit", "--url", f"http://127.0.0.1:{free_port()}", "--consensus",
-                 str(good)]) == 3
+                 str(BASEBALL_CSV)]) == 3
     assert "cannot reach" in capsys.readouterr().err

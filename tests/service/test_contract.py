@@ -13,8 +13,8 @@ import pytest
 import redis
 from openapi_spec_validator import validate
 
-from tests.conftest import BASEBALL_IDS, BASEBALL_S, DATA, free_port
-from tests.service.conftest import ContractError, wait_for
+from tests.conftest import BASEBALL_BODY, BASEBALL_S, DATA, free_port, wait_for
+from tests.service.conftest import ContractError, finished_job
 from worker.stages import artifact_keys
 from worker.store import RedisStore
 
@@ -54,9 +54,9 @@ def test_every_documented_status(client, idle_client, make_client, spec):
     hit(client, "get", "/healthz", 200)
     hit(client, "get", "/readyz", 200)
     hit(client, "get", "/openapi.yaml", 200)
-    body = {"consensus": BASEBALL_S, "ids": BASEBALL_IDS}
+    body = BASEBALL_BODY
     job = hit(client, "post", "/v1/jobs", 202, json=body).get_json()
-    wait_for(client, job["id"])
+    wait_for(client.get, job["id"])
     base = f"/v1/jobs/{job['id']}"
     hit(client, "post", "/v1/jobs", 400, data="{", content_type="application/json")
     hit(make_client(SCA_MAX_N=3), "post", "/v1/jobs", 413, json=body)
@@ -144,7 +144,7 @@ def test_raw_data_queries_conform(client):
             "options": '{"k": 3, "trace": true, "starts": 2}'}
     job_id = client.post("/v1/jobs", data=form, content_type="multipart/form-data"
                          ).get_json()["id"]
-    assert wait_for(client, job_id)["status"] == "succeeded"
+    assert wait_for(client.get, job_id)["status"] == "succeeded"
     for method in ("sca", "euclidean", "cosine"):
         assert client.get(f"/v1/jobs/{job_id}/elements/3/similar?method={method}"
                           ).status_code == 200
@@ -165,6 +165,17 @@ def test_the_checker_catches_a_wrong_response(client):
     with pytest.raises(ContractError):
         client.check("get", "/v1/jobs/x", Fake())
 
+    class Unauthorised(Fake):  # a documented 401 without its WWW-Authenticate header
+        status_code = 401
+        mimetype = "application/problem+json"
+
+        def get_json(self):
+            return {"type": "about:blank", "title": "Unauthorized", "status": 401,
+                    "detail": "no key", "errors": {"Authorization": ["missing"]}}
+
+    with pytest.raises(ContractError, match="WWW-Authenticate"):
+        client.check("get", "/v1/jobs/x", Unauthorised())
+
 
 def _matches(template: str, path: str) -> bool:
     return re.fullmatch(re.sub(r"\{[^}]+\}", "[^/]+", template), path) is not None
@@ -177,8 +188,7 @@ class _Finished:
 
 def _finished_job(make_client, body):
     client = make_client()
-    job_id = client.post("/v1/jobs", json=body).get_json()["id"]
-    wait_for(client, job_id)
+    job_id = finished_job(client, body)
     store = client.raw.application.extensions["sca"].store
     store.delete(artifact_keys(store.get_job(job_id))["P"])
     return _Finished(client, job_id)

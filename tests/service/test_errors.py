@@ -10,18 +10,8 @@ import pytest
 from werkzeug.exceptions import default_exceptions
 
 from service import create_app
-from tests.conftest import BASEBALL_S
-from tests.service.conftest import wait_for
-
-
-def problem(response, status: int, field: str | None = None) -> dict:
-    assert response.status_code == status, response.get_data(as_text=True)
-    assert response.mimetype == "application/problem+json"
-    body = response.get_json()
-    assert body["status"] == status and body["title"] and body["detail"] and body["type"]
-    if field is not None:
-        assert field in body.get("errors", {}), body
-    return body
+from tests.conftest import BASEBALL_S, npy, wait_for
+from tests.service.conftest import problem
 
 
 def test_unreadable_json_is_400(client):
@@ -137,9 +127,8 @@ def test_corrupt_npy_and_npz_are_422(client):
 
 
 def test_nan_in_npy_is_422(client):
-    buffer = io.BytesIO()
-    np.save(buffer, np.array([[1.0, np.nan], [np.nan, 1.0]]))
-    problem(_upload(client, "S.npy", buffer.getvalue()), 422, "consensus")
+    problem(_upload(client, "S.npy", npy(np.array([[1.0, np.nan], [np.nan, 1.0]]))), 422,
+            "consensus")
 
 
 def test_text_in_csv_is_422(client):
@@ -169,7 +158,7 @@ def test_queries_on_an_unfinished_job_are_409(idle_client):
 
 def test_query_errors(client):
     job_id = client.post("/v1/jobs", json={"consensus": BASEBALL_S}).get_json()["id"]
-    wait_for(client, job_id)
+    wait_for(client.get, job_id)
     base = f"/v1/jobs/{job_id}"
     problem(client.post(f"{base}/custom-clusters", json={"element": 9}), 404, "element")
     problem(client.post(f"{base}/custom-clusters", json={"element": "Ruth"}), 404, "element")

@@ -9,9 +9,8 @@ import json
 import numpy as np
 import pytest
 
-from tests.conftest import BASEBALL_S
-from tests.service.conftest import wait_for
-from tests.service.test_errors import problem
+from tests.conftest import BASEBALL_S, npy, wait_for
+from tests.service.conftest import problem
 
 CASES = [
     ({"consensus": BASEBALL_S, "options": {"k_hat": 6}}, "options.k_hat"),       # k_hat = n
@@ -54,19 +53,13 @@ def test_null_body_is_400(client):
     problem(client.post("/v1/jobs", data="null", content_type="application/json"), 400, "body")
 
 
-def _npy(array) -> bytes:
-    buffer = io.BytesIO()
-    np.save(buffer, array)
-    return buffer.getvalue()
-
-
 @pytest.mark.parametrize("name,raw,kind,parts,field", [
-    ("S.npy", _npy(np.array([[1.0, np.inf], [np.inf, 1.0]])), "consensus", {}, "consensus"),
-    ("S.npy", _npy(np.array([[1.0, -np.inf], [-np.inf, 1.0]])), "consensus", {}, "consensus"),
-    ("X.npy", _npy(np.zeros((0, 3))), "data", {"snn": '{"kappa": 1}'}, "data"),
+    ("S.npy", npy(np.array([[1.0, np.inf], [np.inf, 1.0]])), "consensus", {}, "consensus"),
+    ("S.npy", npy(np.array([[1.0, -np.inf], [-np.inf, 1.0]])), "consensus", {}, "consensus"),
+    ("X.npy", npy(np.zeros((0, 3))), "data", {"snn": '{"kappa": 1}'}, "data"),
     ("X.csv", b"", "data", {"snn": '{"kappa": 1}'}, "file"),
-    ("S.npy", _npy(np.array([[1.0, 2.0], [3.0, 1.0]])), "consensus", {}, "consensus"),
-    ("S.npy", _npy(np.ones((2, 3))), "consensus", {}, "consensus"),
+    ("S.npy", npy(np.array([[1.0, 2.0], [3.0, 1.0]])), "consensus", {}, "consensus"),
+    ("S.npy", npy(np.ones((2, 3))), "consensus", {}, "consensus"),
 ])
 def test_hostile_files_are_422(client, name, raw, kind, parts, field):
     form = {"file": (io.BytesIO(raw), name), "input": kind, **parts}
@@ -77,7 +70,7 @@ def test_disconnected_consensus_is_accepted_and_split_by_component(client):
     blocks = [[1, 1, 0, 0], [1, 1, 0, 0], [0, 0, 1, 1], [0, 0, 1, 1]]
     response = client.post("/v1/jobs", json={"consensus": blocks})
     assert response.status_code == 202
-    job = wait_for(client, response.get_json()["id"])
+    job = wait_for(client.get, response.get_json()["id"])
     assert job["status"] == "succeeded"
     assert sorted(map(sorted, job["result"]["clusters"])) == [[0, 1], [2, 3]]
 
@@ -85,6 +78,6 @@ def test_disconnected_consensus_is_accepted_and_split_by_component(client):
 def test_custom_cluster_iterations_are_limited(make_client):
     client = make_client(SCA_MAX_ITERATIONS=50)
     job_id = client.post("/v1/jobs", json={"consensus": BASEBALL_S}).get_json()["id"]
-    wait_for(client, job_id)
+    wait_for(client.get, job_id)
     problem(client.post(f"/v1/jobs/{job_id}/custom-clusters",
                         json={"element": 0, "max_iterations": 51}), 422, "max_iterations")

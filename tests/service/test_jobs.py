@@ -3,16 +3,14 @@
 from __future__ import annotations
 
 import io
+import json
 
 import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from tests.conftest import BASEBALL_IDS, BASEBALL_S, DATA
-from tests.service.conftest import wait_for
-
-BASEBALL = {"consensus": BASEBALL_S, "ids": BASEBALL_IDS}
-TEAMS = [["Rose", "Cobb", "Fisk"], ["Ott", "Ruth", "Mays"]]
+from tests.conftest import (BASEBALL_BODY, BASEBALL_CSV, BASEBALL_IDS, BASEBALL_PAPER,
+                            BASEBALL_S, BASEBALL_TEAMS, DATA, npy, wait_for)
 
 
 def submit(client, body=None, **kwargs):
@@ -23,45 +21,46 @@ def submit(client, body=None, **kwargs):
 
 
 def test_submit_poll_baseball(client):
-    response = submit(client, BASEBALL)
+    response = submit(client, BASEBALL_BODY)
     accepted = response.get_json()
     assert response.headers["Location"] == f"/v1/jobs/{accepted['id']}"
     assert accepted["status"] in ("queued", "running", "succeeded")
-    job = wait_for(client, accepted["id"])
+    job = wait_for(client.get, accepted["id"])
     assert job["status"] == "succeeded" and job["progress"] == 1.0
     assert job["stage"] == "iteration" and job["cached"] is False
     assert set(job["timings"]) == {"balancing", "spectral", "iteration"}
     result = job["result"]
     assert result["k"] == 2
-    assert sorted(map(sorted, result["clusters"])) == sorted(map(sorted, TEAMS))
-    assert result["eigenvalues"][:3] == pytest.approx([1.0, 0.8670, 0.2078], abs=1e-4)
+    assert sorted(map(sorted, result["clusters"])) == BASEBALL_TEAMS
+    assert result["eigenvalues"][:3] == pytest.approx(BASEBALL_PAPER["eigenvalues"][:3], abs=1e-4)
     assert result["balancing"]["residual"] < 1e-10
     assert result["solutions"][0]["frequency"] == 1.0
 
 
 def test_identical_request_is_answered_from_the_cache(client):
-    first = wait_for(client, submit(client, BASEBALL).get_json()["id"])
-    again = submit(client, BASEBALL).get_json()
+    first = wait_for(client.get, submit(client, BASEBALL_BODY).get_json()["id"])
+    again = submit(client, BASEBALL_BODY).get_json()
     assert again["status"] == "succeeded"
     job = client.get(f"/v1/jobs/{again['id']}").get_json()
     assert job["cached"] is True and job["result"]["clusters"] == first["result"]["clusters"]
 
 
 def test_iteration_options_reuse_balanced_matrix_and_spectrum(client):
-    wait_for(client, submit(client, BASEBALL).get_json()["id"])
-    body = dict(BASEBALL, options={"seed": 11, "split": "gaps", "starts": 3, "trace": True})
-    job = wait_for(client, submit(client, body).get_json()["id"])
+    wait_for(client.get, submit(client, BASEBALL_BODY).get_json()["id"])
+    body = dict(BASEBALL_BODY, options={"seed": 11, "split": "gaps", "starts": 3, "trace": True})
+    job = wait_for(client.get, submit(client, body).get_json()["id"])
     assert job["status"] == "succeeded"
     assert set(job["timings"]) == {"iteration"}
     result = job["result"]
     assert len(result["membership"]) == 6 and len(result["membership"][0]) == 2
     assert result["trace"][0]["t"] == 0
     assert any(step["clusters"] and sorted(map(sorted, step["clusters"])) ==
-               sorted(map(sorted, TEAMS)) for step in result["trace"])
+               BASEBALL_TEAMS for step in result["trace"])
 
 
 def test_options_k_is_honoured(client):
-    job = wait_for(client, submit(client, dict(BASEBALL, options={"k": 3})).get_json()["id"])
+    body = dict(BASEBALL_BODY, options={"k": 3})
+    job = wait_for(client.get, submit(client, body).get_json()["id"])
     assert job["result"]["k"] == 3 and len(job["result"]["clusters"]) == 3
 
 
@@ -69,13 +68,14 @@ def test_sparse_consensus_without_ids(client):
     S = sp.coo_array(np.array(BASEBALL_S, dtype=float))
     body = {"consensus": {"n": 6, "rows": S.row.tolist(), "cols": S.col.tolist(),
                           "values": S.data.tolist()}}
-    job = wait_for(client, submit(client, body).get_json()["id"])
+    job = wait_for(client.get, submit(client, body).get_json()["id"])
     assert sorted(map(sorted, job["result"]["clusters"])) == [[0, 1, 2], [3, 4, 5]]
 
 
 def test_label_runs(client):
     labels = [[0, 0, 1], [0, 0, 1], [0, 1, 1], [1, 2, 0], [1, 2, 0], [1, 2, 2]]
-    job = wait_for(client, submit(client, {"labels": labels, "options": {"k": 2}}).get_json()["id"])
+    body = {"labels": labels, "options": {"k": 2}}
+    job = wait_for(client.get, submit(client, body).get_json()["id"])
     assert job["status"] == "succeeded"
     assert sorted(map(sorted, job["result"]["clusters"])) == [[0, 1, 2], [3, 4, 5]]
 
@@ -84,7 +84,7 @@ def test_data_with_ensemble_reports_runs(client):
     rng = np.random.default_rng(0)
     X = np.vstack([rng.normal(0, 0.2, (8, 2)), rng.normal(4, 0.2, (8, 2))])
     body = {"data": X.tolist(), "ensemble": [{"algorithm": "kmeans", "k": [2, 3], "runs": 2}]}
-    job = wait_for(client, submit(client, body).get_json()["id"])
+    job = wait_for(client.get, submit(client, body).get_json()["id"])
     assert job["status"] == "succeeded", job.get("error")
     assert job["ensemble"] == {"done": 4, "total": 4}
     assert set(job["timings"]) == {"ensemble", "balancing", "spectral", "iteration"}
@@ -95,21 +95,15 @@ def test_data_with_snn(client):
     rng = np.random.default_rng(1)
     X = np.vstack([rng.normal(0, 0.2, (8, 2)), rng.normal(4, 0.2, (8, 2))])
     body = {"data": X.tolist(), "snn": {"kappa": 4}, "options": {"k": 2}}
-    job = wait_for(client, submit(client, body).get_json()["id"])
+    job = wait_for(client.get, submit(client, body).get_json()["id"])
     assert sorted(map(sorted, job["result"]["clusters"])) == [list(range(8)), list(range(8, 16))]
-
-
-def _npy(array) -> bytes:
-    buffer = io.BytesIO()
-    np.save(buffer, array, allow_pickle=False)
-    return buffer.getvalue()
 
 
 @pytest.mark.parametrize("fmt", ["npy", "npz", "csv", "sparse-npz"])
 def test_multipart_upload(client, fmt):
     S = np.array(BASEBALL_S, dtype=float)
     if fmt == "npy":
-        raw = _npy(S)
+        raw = npy(S)
     elif fmt == "npz":
         buffer = io.BytesIO()
         np.savez(buffer, S=S)
@@ -119,23 +113,22 @@ def test_multipart_upload(client, fmt):
         sp.save_npz(buffer, sp.csr_matrix(S))
         raw = buffer.getvalue()
     else:
-        raw = ("\n".join([",".join(BASEBALL_IDS)] + [",".join(map(str, row)) for row in BASEBALL_S])
-               ).encode()
+        raw = BASEBALL_CSV.read_bytes()
     suffix = "npz" if "npz" in fmt else fmt
     form = {"file": (io.BytesIO(raw), f"S.{suffix}"), "input": "consensus",
             "options": '{"split": "gaps"}'}
     if fmt != "csv":
-        form["ids"] = '["Rose", "Cobb", "Fisk", "Ott", "Ruth", "Mays"]'
+        form["ids"] = json.dumps(BASEBALL_IDS)
     response = submit(client, data=form, content_type="multipart/form-data")
-    job = wait_for(client, response.get_json()["id"])
-    assert sorted(map(sorted, job["result"]["clusters"])) == sorted(map(sorted, TEAMS))
+    job = wait_for(client.get, response.get_json()["id"])
+    assert sorted(map(sorted, job["result"]["clusters"])) == BASEBALL_TEAMS
 
 
 def test_multipart_data_csv_with_ensemble(client):
     raw = (DATA / "iris" / "X.csv").read_bytes()
     form = {"file": (io.BytesIO(raw), "X.csv"), "input": "data",
             "ensemble": '[{"algorithm": "kmeans", "k": 3, "runs": 3}]'}
-    job = wait_for(client, submit(client, data=form, content_type="multipart/form-data")
+    job = wait_for(client.get, submit(client, data=form, content_type="multipart/form-data")
                    .get_json()["id"])
     assert job["status"] == "succeeded" and len(job["result"]["labels"]) == 150
 
@@ -148,15 +141,15 @@ def test_get_unknown_job_is_404(client):
 
 
 def test_delete_finished_job(client):
-    job_id = submit(client, BASEBALL).get_json()["id"]
-    wait_for(client, job_id)
+    job_id = submit(client, BASEBALL_BODY).get_json()["id"]
+    wait_for(client.get, job_id)
     assert client.delete(f"/v1/jobs/{job_id}").status_code == 204
     assert client.get(f"/v1/jobs/{job_id}").status_code == 404
     assert client.delete(f"/v1/jobs/{job_id}").status_code == 404
 
 
 def test_delete_queued_job_cancels_and_revokes(idle_client, idle_queue):
-    response = submit(idle_client, BASEBALL)
+    response = submit(idle_client, BASEBALL_BODY)
     job_id = response.get_json()["id"]
     assert idle_queue.submitted == [job_id]
     assert idle_client.get(f"/v1/jobs/{job_id}").get_json()["status"] == "queued"
@@ -167,8 +160,8 @@ def test_delete_queued_job_cancels_and_revokes(idle_client, idle_queue):
 
 
 def test_failed_job_reports_a_problem(client):
-    body = dict(BASEBALL, options={"max_iterations": 1, "seed": 99})
-    job = wait_for(client, submit(client, body).get_json()["id"])
+    body = dict(BASEBALL_BODY, options={"max_iterations": 1, "seed": 99})
+    job = wait_for(client.get, submit(client, body).get_json()["id"])
     assert job["status"] == "failed" and "result" not in job
     error = job["error"]
     assert error["status"] == 422 and error["stage"] == "iteration"
@@ -176,15 +169,15 @@ def test_failed_job_reports_a_problem(client):
 
 
 def test_papers_algorithm_and_k_range_are_options(client):
-    wait_for(client, submit(client, BASEBALL).get_json()["id"])
-    paper = dict(BASEBALL, options={"rule": "perron", "split": "gaps", "starts": 1})
-    job = wait_for(client, submit(client, paper).get_json()["id"])
+    wait_for(client.get, submit(client, BASEBALL_BODY).get_json()["id"])
+    paper = dict(BASEBALL_BODY, options={"rule": "perron", "split": "gaps", "starts": 1})
+    job = wait_for(client.get, submit(client, paper).get_json()["id"])
     assert job["status"] == "succeeded"
     assert set(job["timings"]) == {"spectral", "iteration"}  # balanced matrix reused
     assert job["result"]["rule"] == "perron" and job["result"]["k"] == 2
-    assert sorted(map(sorted, job["result"]["clusters"])) == sorted(map(sorted, TEAMS))
-    ranged = dict(BASEBALL, options={"min_k": 3, "max_k": 4, "reconsensus": True, "starts": 4})
-    job = wait_for(client, submit(client, ranged).get_json()["id"])
+    assert sorted(map(sorted, job["result"]["clusters"])) == BASEBALL_TEAMS
+    ranged = dict(BASEBALL_BODY, options={"min_k": 3, "max_k": 4, "reconsensus": True, "starts": 4})
+    job = wait_for(client.get, submit(client, ranged).get_json()["id"])
     assert job["status"] == "succeeded" and job["result"]["k"] in (3, 4)
     assert len(job["result"]["solutions"]) == 1  # re-consensus ends with one solution
 
@@ -197,7 +190,7 @@ def test_papers_algorithm_and_k_range_are_options(client):
     ({"reconsensus": "yes"}, "options.reconsensus"),
 ])
 def test_bad_k_rule_options(client, options, field):
-    response = client.post("/v1/jobs", json=dict(BASEBALL, options=options))
+    response = client.post("/v1/jobs", json=dict(BASEBALL_BODY, options=options))
     assert response.status_code == 422
     assert response.content_type == "application/problem+json"
     assert field in response.get_json()["errors"]

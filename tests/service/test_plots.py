@@ -7,19 +7,15 @@ import struct
 
 import pytest
 
-from tests.conftest import BASEBALL_IDS, BASEBALL_S
-from tests.service.conftest import wait_for
-
-NAMES = ("spectrum", "trace", "consensus", "histogram", "membership", "custom")
+from sca.plots import NAMES
+from tests.conftest import BASEBALL_BODY, BASEBALL_IDS, BASEBALL_S, BASEBALL_TEAMS, wait_for
+from tests.service.conftest import finished_job
 
 
 @pytest.fixture
 def finished(client):
     """A succeeded baseball job with several starts (so it has a membership)."""
-    job = client.post("/v1/jobs", json={"consensus": BASEBALL_S, "ids": BASEBALL_IDS,
-                                        "options": {"starts": 4}}).get_json()
-    assert wait_for(client, job["id"])["status"] == "succeeded"
-    return f"/v1/jobs/{job['id']}"
+    return f"/v1/jobs/{finished_job(client, dict(BASEBALL_BODY, options={'starts': 4}))}"
 
 
 @pytest.mark.parametrize("fmt,media_type", [("png", "image/png"), ("svg", "image/svg+xml")])
@@ -39,7 +35,7 @@ def test_every_plot_renders_for_a_finished_job(client, finished, fmt, media_type
 
 def test_plots_name_the_elements(client, finished):
     svg = client.get(f"{finished}/plots/custom.svg?element=Rose&max_size=3").get_data(True)
-    assert "Rose" in svg and "Cobb" in svg and "Fisk" in svg
+    assert all(name in svg for name in BASEBALL_TEAMS[0])
     svg = client.get(f"{finished}/plots/consensus.svg").get_data(as_text=True)
     assert all(name in svg for name in BASEBALL_IDS)
 
@@ -64,7 +60,7 @@ def test_unknown_plot_format_or_job_is_404(client, finished):
 
 def test_membership_of_a_single_start_job_is_404(client):
     job = client.post("/v1/jobs", json={"consensus": BASEBALL_S}).get_json()
-    wait_for(client, job["id"])
+    wait_for(client.get, job["id"])
     response = client.get(f"/v1/jobs/{job['id']}/plots/membership.png")
     assert response.status_code == 404
     assert "starts > 1" in response.get_json()["detail"]

@@ -13,15 +13,12 @@ beyond hypothesis' defaults.
 from __future__ import annotations
 
 import pytest
+import schemathesis
+from hypothesis import HealthCheck, Phase, settings
+from schemathesis.specs.openapi.checks import ignored_auth, positive_data_acceptance
 
-schemathesis = pytest.importorskip("schemathesis")
-from hypothesis import HealthCheck, Phase, settings  # noqa: E402
-from schemathesis.specs.openapi.checks import (  # noqa: E402
-    ignored_auth, positive_data_acceptance)
-
-from service import create_app  # noqa: E402
-from tests.conftest import BASEBALL_IDS, BASEBALL_S  # noqa: E402
-from tests.service.conftest import SPEC_PATH, wait_for  # noqa: E402
+from service import create_app
+from tests.service.conftest import SPEC_PATH, finished_job as finish
 
 KEY = "schemathesis-key"
 AUTH = {"Authorization": f"Bearer {KEY}"}
@@ -34,21 +31,10 @@ schema = schemathesis.openapi.from_path(str(SPEC_PATH))
 schema.app = APP  # noqa: the WSGI transport of schemathesis
 
 
-class _Client:
-    def __init__(self, client):
-        self.client = client
-
-    def get(self, path, **kwargs):
-        return self.client.get(path, headers=AUTH, **kwargs)
-
-
 @pytest.fixture(scope="module")
 def finished_job():
-    client = APP.test_client()
-    job_id = client.post("/v1/jobs", json={"consensus": BASEBALL_S, "ids": BASEBALL_IDS},
-                         headers=AUTH).get_json()["id"]
-    assert wait_for(_Client(client), job_id)["status"] == "succeeded"
-    yield job_id
+    """A succeeded baseball job of the key sent."""
+    return finish(APP.test_client(), headers=AUTH)
 
 
 @schema.parametrize()

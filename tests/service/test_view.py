@@ -12,12 +12,9 @@ import re
 
 import pytest
 
-from tests.conftest import BASEBALL_IDS, BASEBALL_S
-from tests.service.conftest import wait_for
-from tests.service.test_auth import A, B, KEY_A, KEY_B, _As
-from tests.service.test_errors import problem
+from tests.conftest import BASEBALL_BODY
+from tests.service.conftest import A, B, KEY_A, KEY_B, finished_job, problem
 
-BODY = {"consensus": BASEBALL_S, "ids": BASEBALL_IDS}
 NO_KEY = {}
 WRONG = {"Authorization": "Bearer wrong-key"}
 
@@ -28,15 +25,8 @@ def _shell(response) -> tuple[bytes, dict]:
 
 
 @pytest.fixture
-def keyed(make_client):
-    return make_client(SCA_API_KEYS=f"{KEY_A},{KEY_B}")
-
-
-@pytest.fixture
 def job_of_a(keyed):
-    job_id = keyed.post("/v1/jobs", json=BODY, headers=A).get_json()["id"]
-    assert wait_for(_As(keyed, A), job_id)["status"] == "succeeded"
-    return job_id
+    return finished_job(keyed, headers=A)
 
 
 def test_shell_is_self_contained_html_with_a_strict_policy(client):
@@ -68,8 +58,7 @@ def test_shell_is_self_contained_html_with_a_strict_policy(client):
 
 
 def test_shell_is_the_same_for_every_id_without_keys(client):
-    job_id = client.post("/v1/jobs", json=BODY).get_json()["id"]
-    assert wait_for(client, job_id)["status"] == "succeeded"
+    job_id = finished_job(client)
     shells = {_shell(client.get(f"/v1/jobs/{job_id}/view"))[0],
               _shell(client.get("/v1/jobs/nope/view"))[0]}
     assert len(shells) == 1
@@ -80,7 +69,7 @@ def test_shell_is_the_same_for_every_id_without_keys(client):
 
 
 def test_shell_is_identical_for_own_foreign_and_missing_jobs_with_keys(keyed, job_of_a):
-    job_of_b = keyed.post("/v1/jobs", json=dict(BODY, options={"seed": 7}), headers=B
+    job_of_b = keyed.post("/v1/jobs", json=dict(BASEBALL_BODY, options={"seed": 7}), headers=B
                           ).get_json()["id"]
     responses = [keyed.get(f"/v1/jobs/{job_id}/view", headers=headers)
                  for job_id in (job_of_a, job_of_b, "nope", "x" * 64)
@@ -103,8 +92,8 @@ def test_shell_looks_nothing_up(keyed, job_of_a):
     reference = _shell(keyed.get("/v1/jobs/nope/view"))
     with pytest.MonkeyPatch.context() as patch:
         for name in ("get_job", "load_bytes", "load_arrays", "load_json"):
-            if hasattr(store, name):
-                patch.setattr(store, name, forbidden)
+            assert hasattr(store, name), name
+            patch.setattr(store, name, forbidden)
         assert _shell(keyed.get(f"/v1/jobs/{job_of_a}/view")) == reference
 
 
