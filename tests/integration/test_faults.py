@@ -38,12 +38,15 @@ def test_worker_killed_mid_stage_job_completes_on_a_restarted_worker(private_red
     api = Api(private_redis.url, prefix)
     first = Worker(env, tmp_path / "first.log", "first")
     second = None
+    beats = redis.Redis.from_url(private_redis.url)
     try:
         job_id = leukemia_job(api, runs=24, seed=11)
         deadline = time.monotonic() + 60
-        while True:  # kill while the ensemble stage is half done
+        while True:  # kill while the ensemble stage is half done and the worker holds a run
             job = api.request("get", f"/v1/jobs/{job_id}").json()
-            if job["stage"] == "ensemble" and 2 <= job["ensemble"]["done"] < 20:
+            holding = any(m.decode().startswith(f"{job_id}|")
+                          for m in beats.zrange(f"{prefix}heartbeats", 0, -1))
+            if job["stage"] == "ensemble" and 2 <= job["ensemble"]["done"] < 20 and holding:
                 break
             assert job["status"] in ("queued", "running") and time.monotonic() < deadline, job
             time.sleep(0.05)
@@ -59,6 +62,7 @@ def test_worker_killed_mid_stage_job_completes_on_a_restarted_worker(private_red
         log = (tmp_path / "second.log").read_text()
         assert "stopped beating; resuming the job" in log and "sca.ensemble_collect" in log
     finally:
+        beats.close()
         for worker in (first, second):
             if worker is not None:
                 worker.stop()
