@@ -26,6 +26,7 @@ from .io import read_ids, read_matrix_file
 from .pipeline import (DEFAULTS, balance_dict, build_operator, check_ids, custom_result, prepare,
                        result_dict, run_stages, spectrum_dict)
 from .progress import StageProgress
+from .spectral import RULES
 
 _ENSEMBLE = re.compile(r"^(kmeans|nmf):(\d+(?:,\d+)*)x(\d+)$")
 
@@ -58,11 +59,14 @@ def _add_inputs(p: argparse.ArgumentParser) -> None:
     add_input_arguments(p)
     opt = p.add_argument_group("options")
     opt.add_argument("--k", type=int, help="number of clusters (overrides the spectrum)")
-    opt.add_argument("--k-hat", type=int, help="number of largest eigenvalues to compute")
-    opt.add_argument("--min-k", type=int, default=DEFAULTS["min_k"])
-    opt.add_argument("--max-k", type=int)
-    opt.add_argument("--rule", choices=["gap", "perron"], default=DEFAULTS["rule"],
-                     help="k from the largest gap among λ2..λk̂ (gap) or the Perron cluster")
+    opt.add_argument("--k-hat", type=int, help="number of largest eigenvalues to compute "
+                     "(default: all when cheap, else grown until they reach the noise floor)")
+    opt.add_argument("--min-k", type=int, default=DEFAULTS["min_k"],
+                     help="smallest k the rule may choose")
+    opt.add_argument("--max-k", type=int, help="largest k the rule may choose")
+    opt.add_argument("--rule", choices=RULES, default=DEFAULTS["rule"],
+                     help="k = eigenvalues above the noise floor (noise), the largest gap among "
+                     "λ2..λk̂ (gap) or the paper's Perron cluster (perron)")
     opt.add_argument("--seed", type=int, default=DEFAULTS["seed"])
     opt.add_argument("--starts", type=int, default=DEFAULTS["starts"])
     opt.add_argument("--stable", type=int, default=DEFAULTS["stable"])

@@ -49,7 +49,10 @@ def iterate(P: ConsensusOperator, k: int, seed: int = 0, starts: int = DEFAULT_S
         left, :class:`IterationError` is raised.
     split : {"kmeans", "gaps"}
         ``"gaps"`` is the paper's cut at the k-1 largest gaps of one vector;
-        ``"kmeans"`` clusters the rows of a block of ``block`` iterates.
+        ``"kmeans"`` clusters the rows of a block of ``block`` iterates
+        (block power iteration with k-means on the rows: spectral clustering
+        with the doubly stochastic normalisation, stopped early as power
+        iteration clustering is; see :mod:`sca.iteration`).
     trace : bool
         Record x_t and its clusters per step for the first start (the
         paper's Table 3.1).

@@ -29,6 +29,29 @@ def uncoupling_measure(S: ConsensusOperator, labels) -> float:
     return float(1.0 - np.trace(blocks) / total) if total > 0 else 0.0
 
 
+def confidence(P: ConsensusOperator, labels) -> dict:
+    """How firmly each element and each cluster hold together under the walk P.
+
+    For a doubly stochastic P (Sec. 2.3) and a partition:
+
+    * ``elements``: for each element i, ``sum_{j in c(i)} P_ij``, the
+      probability that one step of the walk from i stays in its own cluster
+      (the uncoupling of Definition 2.7 seen from one element: 1 minus it is
+      the share of i's row outside its block);
+    * ``clusters``: for each cluster c, the mean of its elements' figures,
+      ``e_c^T P e_c / |c|``;
+    * ``uncoupling``: for each cluster c, σ(P) of the two blocks {c, the
+      rest}, ``2 (|c| - e_c^T P e_c) / n`` (Definition 2.7; the total weight of
+      P is n, Theorem 2.8).
+    """
+    labels = np.asarray(labels, dtype=np.int64)
+    within = np.clip(P.within_sums(labels), 0.0, 1.0)
+    sizes = np.bincount(labels).astype(float)
+    inside = np.bincount(labels, weights=within)
+    return {"elements": within, "clusters": inside / sizes,
+            "uncoupling": 2.0 * (sizes - inside) / P.n}
+
+
 def matching(labels, reference) -> np.ndarray:
     """Best one-to-one matching of the clusters of ``labels`` to those of ``reference``.
 

@@ -20,6 +20,8 @@ from .operators import DenseOperator, FactoredOperator, SparseOperator
 #: Relative tolerance for the symmetry check of a user's matrix.
 SYMMETRY_RTOL = 1e-8
 _BLOCK_ENTRIES = 4_000_000
+#: Float labels must be integers that float64 holds exactly.
+_MAX_FLOAT_LABEL = 2.0**53
 #: scikit-learn's neighbour metrics that need no extra parameters and take rows of data.
 SNN_METRICS = tuple(sorted(set(VALID_METRICS["brute"])
                            - {"precomputed", "haversine", "mahalanobis", "seuclidean"}))
@@ -120,7 +122,12 @@ def check_labels(labels, field: str = "labels") -> np.ndarray:
     if L.dtype.kind == "f":
         if not np.all(np.isfinite(L)) or np.any(L != np.round(L)):
             raise SCAError(f"{field} must hold integers", field)
+        if L.size and np.abs(L).max() > _MAX_FLOAT_LABEL:
+            raise SCAError(f"{field} holds {np.abs(L).max():g}: labels given as floats must lie "
+                           f"within ±2^53, where every integer is exact", field)
         L = L.astype(np.int64)
+    elif L.dtype.kind == "u" and L.size and L.max() > np.iinfo(np.int64).max:
+        raise SCAError(f"{field} holds {L.max()}, beyond the int64 labels", field)
     elif L.dtype.kind not in "iu":
         raise SCAError(f"{field} must hold integers, got dtype {L.dtype}", field)
     clustered = np.any(L >= 0, axis=1)
@@ -139,18 +146,26 @@ def membership_matrix(labels, field: str = "labels") -> sp.csr_array:
         One column per run; a negative label means the element was left out
         of that run (subsampled ensembles).  Labels need not be contiguous.
     """
+    return membership_factors(labels, field)[0]
+
+
+def membership_factors(labels, field: str = "labels") -> tuple[sp.csr_array, np.ndarray]:
+    """H (:func:`membership_matrix`) and its run offsets: run j owns columns
+    ``groups[j]:groups[j+1]`` of H."""
     L = check_labels(labels, field)
     n, r = L.shape
     index_dtype = np.int32 if n * r < 2**31 else np.int64
     runs = np.ascontiguousarray(L.T)  # one run per row: contiguous per-run passes
     columns = np.empty((r, n), dtype=index_dtype)
     offset = 0
+    groups = np.zeros(r + 1, dtype=np.int64)
     for j in range(r):
         present = runs[j] >= 0
         codes, used = _codes(runs[j], present)
         codes[present] += offset
         columns[j] = codes
         offset += used
+        groups[j + 1] = offset
     del runs
     if offset >= np.iinfo(index_dtype).max:
         columns = columns.astype(np.int64)
@@ -163,7 +178,7 @@ def membership_matrix(labels, field: str = "labels") -> sp.csr_array:
     del keep
     H = sp.csr_array((np.ones(indices.size), indices, indptr), shape=(n, offset), copy=False)
     H.has_sorted_indices = True
-    return H
+    return H, groups
 
 
 def _codes(labels: np.ndarray, present: np.ndarray) -> tuple[np.ndarray, int]:
@@ -182,7 +197,8 @@ def _codes(labels: np.ndarray, present: np.ndarray) -> tuple[np.ndarray, int]:
 
 def membership_operator(labels, field: str = "labels") -> FactoredOperator:
     """Consensus of label runs as ``S = H H^T``: S_ij = runs sharing i and j."""
-    return FactoredOperator(membership_matrix(labels, field))
+    H, groups = membership_factors(labels, field)
+    return FactoredOperator(H, groups=groups)
 
 
 def check_snn(X, kappa, metric: str = "euclidean") -> np.ndarray:

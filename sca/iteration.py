@@ -2,9 +2,9 @@
 
 From a random probability vector ``x_0`` the algorithm tracks
 ``x_t^T = x_{t-1}^T P`` and, after each product, splits the sorted entries
-at the ``k-1`` largest gaps (or clusters them with k-means, the paper's
-alternative); it stops when the clustering has been the same for ``stable``
-consecutive steps.
+at the ``k-1`` largest gaps; it stops when the clustering has been the same
+for ``stable`` consecutive steps, counted from x_1 (``split="gaps"``: the
+paper's algorithm, Fig. 3.1).
 
 Two things make this usable in floating point:
 
@@ -17,11 +17,17 @@ Two things make this usable in floating point:
 * A cut at a gap of (near) zero is no clustering and does not count toward
   ``stable``.
 
-With ``split="kmeans"`` each start is a block of ``b`` vectors iterated
-together (the column space of ``X_0 P^t``, deflated and re-orthonormalised
-each step so the columns stay independent), and the rows of the ``n x b``
-block are clustered with k-means.  This is the default: one gap split of a
-single vector merges blocks when k is large.
+With ``split="kmeans"`` (the default) each start is a block of ``b = k-1``
+vectors iterated together (the column space of ``X_0 P^t``, deflated and
+re-orthonormalised each step so the columns stay independent), and the rows
+of the ``n x b`` block are clustered with k-means.  This is block power
+iteration on P with k-means on the rows: run to convergence it is spectral
+clustering with the doubly stochastic normalisation (Zass & Shashua, NIPS
+2006); stopped at the first stable clustering it is power iteration
+clustering (Lin & Cohen, ICML 2010) on the balanced P.  It is not the paper's
+"alternative" of Fig. 3.1, which means one-dimensional k-means on one x_t.
+We default to it because one gap split of a single vector merges blocks
+when k is large.
 """
 
 from __future__ import annotations
@@ -191,7 +197,9 @@ def evolve(P: ConsensusOperator, k: int, X0: np.ndarray, block: int, split: str,
             labels = splitters[s](Y[:, s * block:(s + 1) * block])
             same = labels is not None and previous[s] is not None and np.array_equal(
                 labels, previous[s])
-            count[s] = 0 if labels is None else (count[s] + 1 if same else 1)
+            # x_0 is the random start, not a step of the evolution: its clustering
+            # never counts toward `stable` (the paper counts from x_1, Table 3.1).
+            count[s] = 0 if labels is None or t == 0 else (count[s] + 1 if same else 1)
             previous[s] = labels
             if trace and s == 0:
                 x = (mean[0] + scale[0] * Y[:, 0]) if block == 1 else None

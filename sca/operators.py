@@ -31,6 +31,8 @@ _CHUNK_ROWS = 65536
 #: Entries of a dense n x step block formed at once by the generic B^T S B.
 _SANDWICH_ENTRIES = 8_000_000
 _DENSE_EDGE_MAX_K = 4096
+#: Up to this order a dense null draw permutes the upper triangle exactly.
+_EXACT_SHUFFLE_MAX_N = 2000
 
 
 class ConsensusOperator:
@@ -66,6 +68,19 @@ class ConsensusOperator:
     def _all_eigenvalues(self) -> np.ndarray:
         """Every eigenvalue of ``D S D`` (small forms only)."""
         return np.linalg.eigvalsh(self.to_dense())
+
+    def null_draw(self, rng: np.random.Generator) -> "ConsensusOperator":
+        """One draw of S's null model: same kind of entries, no cluster structure.
+
+        Returns an unscaled operator of the same form; :mod:`sca.null` balances
+        it and reads its largest nontrivial eigenvalue (the noise floor).
+        """
+        raise NotImplementedError
+
+    @property
+    def full_spectrum_cheap(self) -> bool:
+        """Whether every eigenvalue costs no more than a few products (small or low-rank forms)."""
+        return self.n <= DENSE_SPECTRUM_MAX_N
 
     # -- shared behaviour ---------------------------------------------------
     def matmat(self, X: np.ndarray) -> np.ndarray:
@@ -113,6 +128,23 @@ class ConsensusOperator:
         B = sp.csr_array((weights, (np.arange(self.n), labels)), shape=(self.n, count))
         return self._sandwich(B)
 
+    def within_sums(self, labels: np.ndarray) -> np.ndarray:
+        """For each i, ``sum_j (D S D)_ij`` over the j with ``labels[j] == labels[i]``.
+
+        For a doubly stochastic P this is the probability that one step of the
+        walk from i stays in i's cluster.
+        """
+        labels = np.asarray(labels, dtype=np.int64)
+        step = max(1, _SANDWICH_ENTRIES // self.n)
+        out = np.zeros(self.n)
+        for start in range(0, int(labels.max()) + 1, step):
+            inside = (labels >= start) & (labels < start + step)
+            E = np.zeros((self.n, step))
+            E[np.flatnonzero(inside), labels[inside] - start] = 1.0
+            Y = self.matmat(E)
+            out[inside] = Y[np.flatnonzero(inside), labels[inside] - start]
+        return out
+
     def _sandwich(self, B: sp.csr_array) -> np.ndarray:
         """``B^T S B`` for a sparse ``n x c`` B, a few columns of products at a time."""
         c = B.shape[1]
@@ -131,9 +163,11 @@ class ConsensusOperator:
     def _raw_entries(self, rows, cols):
         raise NotImplementedError
 
-    def eigenvalues(self, k_hat: int | None = None) -> np.ndarray:
+    def eigenvalues(self, k_hat: int | None = None, few: bool = False) -> np.ndarray:
         """The ``k_hat`` largest eigenvalues of ``D S D``, descending (all if None).
 
+        ``few=True`` says a rough figure will do (a null draw's edge): the
+        iterative solver then stops at a relative tolerance of 1e-4.
         Small operators are solved densely; large ones with ``eigsh`` using
         ``which="LA"`` (a general similarity matrix need not be semidefinite,
         so "largest magnitude" could pick negative eigenvalues) and a modest
@@ -143,15 +177,15 @@ class ConsensusOperator:
         if self.n <= DENSE_SPECTRUM_MAX_N or k_hat >= self.n - 1:
             values = self._all_eigenvalues()
         else:
-            values = self._top_eigenvalues(k_hat)
+            values = self._top_eigenvalues(k_hat, 1e-4 if few else 1e-10)
         return np.sort(values)[::-1][:k_hat]
 
-    def _top_eigenvalues(self, k_hat: int) -> np.ndarray:
+    def _top_eigenvalues(self, k_hat: int, tol: float = 1e-10) -> np.ndarray:
         linop = sp.linalg.LinearOperator(
             (self.n, self.n), matvec=self.matmat, matmat=self.matmat, dtype=float
         )
         v0 = np.full(self.n, 1.0 / np.sqrt(self.n))
-        return eigsh(linop, k=k_hat, which="LA", tol=1e-10, v0=v0,
+        return eigsh(linop, k=k_hat, which="LA", tol=tol, v0=v0,
                      return_eigenvectors=False)
 
     def to_dense(self) -> np.ndarray:
@@ -199,6 +233,13 @@ class DenseOperator(ConsensusOperator):
     def _with_scale(self, scale):
         return DenseOperator(self.S, scale)
 
+    def null_draw(self, rng):
+        """Off-diagonal entries shuffled symmetrically; the diagonal kept.
+
+        Keeps the distribution of similarities, destroys which pairs hold them.
+        """
+        return DenseOperator(_shuffled_symmetric(self.S, rng))
+
     def _state(self):
         return {"S": self.S}
 
@@ -234,6 +275,11 @@ class SparseOperator(ConsensusOperator):
     def _with_scale(self, scale):
         return SparseOperator(self.S, scale)
 
+    def null_draw(self, rng):
+        """Off-diagonal entries shuffled symmetrically (sparse: rows and columns
+        relabelled independently, upper triangle mirrored); the diagonal kept."""
+        return SparseOperator(_shuffled_symmetric(self.S, rng))
+
     def _state(self):
         return {"data": self.S.data, "indices": self.S.indices, "indptr": self.S.indptr}
 
@@ -249,10 +295,13 @@ class FactoredOperator(ConsensusOperator):
 
     kind = "factored"
 
-    def __init__(self, H, scale=None):
+    def __init__(self, H, scale=None, groups=None):
         H = sp.csr_array(H)
         super().__init__(H.shape[0], scale)
         self.H = H
+        #: Column offsets of the runs (run j owns columns groups[j]:groups[j+1]) when
+        #: H holds label runs; None for other factors (shared nearest neighbours).
+        self.groups = None if groups is None else np.asarray(groups, dtype=np.int64)
 
     @property
     def n_clusters(self) -> int:
@@ -266,6 +315,19 @@ class FactoredOperator(ConsensusOperator):
 
     def _raw_entries(self, rows, cols):
         return np.asarray(self.H[rows].multiply(self.H[cols]).sum(axis=1)).ravel()
+
+    def within_sums(self, labels):
+        labels = np.asarray(labels, dtype=np.int64)
+        s = np.ones(self.n) if self.scale is None else self.scale
+        E = sp.csr_array((s, (np.arange(self.n), labels)), shape=(self.n, int(labels.max()) + 1))
+        M = (self.H.T @ E).toarray()  # K x k: scaled cluster counts per column of H
+        out = np.empty(self.n)
+        for lo in range(0, self.n, _CHUNK_ROWS):
+            block = self.H[lo:lo + _CHUNK_ROWS]
+            rows = np.repeat(np.arange(block.shape[0]), np.diff(block.indptr))
+            values = block.data * M[block.indices, labels[lo:lo + _CHUNK_ROWS][rows]]
+            out[lo:lo + block.shape[0]] = np.bincount(rows, values, minlength=block.shape[0])
+        return out * s
 
     def _sandwich(self, B):
         A = B.T @ self.H  # c x K: B^T S B = A A^T
@@ -302,11 +364,48 @@ class FactoredOperator(ConsensusOperator):
         return int(count_labels[0].size), count_labels[1].ravel()
 
     def _with_scale(self, scale):
-        return FactoredOperator(self.H, scale)
+        return FactoredOperator(self.H, scale, self.groups)
+
+    @property
+    def full_spectrum_cheap(self):
+        return self.n_clusters <= GRAM_MAX_K or self.n <= DENSE_SPECTRUM_MAX_N
+
+    def null_draw(self, rng):
+        """Label runs: each run's labels permuted over the elements it clustered
+        (every run keeps its cluster sizes, co-membership across runs is lost).
+        Other factors: each row's entries moved to random columns (every element
+        keeps its number of memberships, e.g. random neighbourhoods of the same size).
+        """
+        H, r = self.H, None if self.groups is None else self.groups.size - 1
+        if r is not None and H.nnz == self.n * r and np.all(np.diff(H.indptr) == r):
+            # Every element in every run: row i's j-th entry is its run-j label.  A
+            # random order of the elements, then each run rotated by its own random
+            # offset: as good as r independent permutations, and a quarter of the work.
+            codes = H.indices.reshape(self.n, r)[rng.permutation(self.n)]
+            for j, shift in enumerate(rng.integers(0, self.n, r)):
+                codes[:, j] = np.roll(codes[:, j], shift)
+            null = sp.csr_array((np.ones(H.nnz), codes.ravel(), H.indptr), shape=H.shape)
+            return FactoredOperator(null, groups=self.groups)
+        H = H.tocoo()
+        rows, cols = H.row.astype(np.int64), H.col.astype(np.int64)
+        if r is None:
+            cols = rng.integers(0, self.n_clusters, cols.size)
+        else:
+            run = np.searchsorted(self.groups, cols, side="right") - 1
+            order = np.argsort(run, kind="stable")
+            starts = np.searchsorted(run[order], np.arange(r + 1))
+            for lo, hi in zip(starts[:-1], starts[1:]):
+                block = order[lo:hi]
+                rows[block] = rng.permutation(rows[block])
+        null = sp.csr_array((np.ones(rows.size), (rows, cols)), shape=self.H.shape)
+        null.data[:] = 1.0  # an entry drawn twice counts once
+        return FactoredOperator(null, groups=self.groups)
 
     def _state(self):
         arrays = {"indices": self.H.indices, "indptr": self.H.indptr,
                   "K": np.array(self.n_clusters)}
+        if self.groups is not None:
+            arrays["groups"] = self.groups
         if not np.all(self.H.data == 1):
             arrays["data"] = self.H.data
         return arrays
@@ -322,14 +421,44 @@ class FactoredOperator(ConsensusOperator):
             G += block.T @ block
         return G
 
-    def eigenvalues(self, k_hat=None):
+    def eigenvalues(self, k_hat=None, few=False):
         if self.n_clusters > GRAM_MAX_K:
-            return super().eigenvalues(k_hat)
+            return super().eigenvalues(k_hat, few)
         k_hat = self.n if k_hat is None else min(int(k_hat), self.n)
-        values = np.sort(np.linalg.eigvalsh(self.gram()))[::-1]
+        gram = self.gram()
+        if few and k_hat < self.n_clusters - 1 and self.n_clusters > DENSE_SPECTRUM_MAX_N:
+            values = eigsh(gram, k=k_hat, which="LA", tol=1e-4, return_eigenvectors=False)
+        else:
+            values = np.linalg.eigvalsh(gram)
+        values = np.sort(values)[::-1]
         # P has rank at most K: the remaining n - K eigenvalues are zero.
         values = np.concatenate([values, np.zeros(max(0, k_hat - values.size))])
         return values[:k_hat]
+
+
+def _shuffled_symmetric(S, rng: np.random.Generator):
+    """S with its off-diagonal entries placed at random, symmetric, diagonal kept.
+
+    Small dense S: the upper-triangle entries are permuted exactly.  Larger or
+    sparse S: rows and columns are relabelled by two independent permutations
+    and the upper triangle of the result is mirrored, which moves every entry
+    to a random pair in O(n^2) dense or O(nnz) sparse work.
+    """
+    n = S.shape[0]
+    if sp.issparse(S):
+        M = sp.csr_array(S)[rng.permutation(n)][:, rng.permutation(n)]
+        upper = sp.triu(M, k=1, format="csr")
+        off = upper + upper.T
+        return sp.csr_array(off + sp.diags_array(S.diagonal()))
+    if n <= _EXACT_SHUFFLE_MAX_N:
+        iu = np.triu_indices(n, 1)
+        out = np.zeros_like(S)
+        out[iu] = rng.permutation(S[iu])
+    else:
+        out = np.triu(S[rng.permutation(n)][:, rng.permutation(n)], 1)
+    out += out.T
+    out[np.diag_indices(n)] = np.diag(S)
+    return out
 
 
 def operator_from_state(state: dict) -> ConsensusOperator:
@@ -348,7 +477,7 @@ def operator_from_state(state: dict) -> ConsensusOperator:
         if data is None:
             data = np.ones(indices.size)
         H = sp.csr_array((data, indices, indptr), shape=(n, int(state["K"])))
-        return FactoredOperator(H, scale)
+        return FactoredOperator(H, scale, state.get("groups"))
     raise ValueError(f"unknown operator kind {kind!r}")
 
 

@@ -18,15 +18,15 @@ import numpy as np
 from .balance import DEFAULT_MAX_ITER, DEFAULT_TOL, balance
 from .clustering import DEFAULT_MAX_ITERATIONS, DEFAULT_STABLE, DEFAULT_STARTS, iterate
 from .custom import custom_cluster, neighbours
-from .diagnostics import uncoupling_measure
+from .diagnostics import confidence, uncoupling_measure
 from .ensemble import ensemble_labels
 from .errors import SCAError
 from .inputs import check_data, consensus_operator, membership_operator, snn_operator
-from .spectral import spectrum
+from .spectral import DEFAULT_RULE, spectrum
 
 #: Options of the balancing / spectral / iteration stages and their defaults.
 DEFAULTS = {
-    "k": None, "k_hat": None, "min_k": 2, "max_k": None, "rule": "gap",
+    "k": None, "k_hat": None, "min_k": None, "max_k": None, "rule": DEFAULT_RULE,
     "seed": 0, "starts": DEFAULT_STARTS, "stable": DEFAULT_STABLE,
     "max_iterations": DEFAULT_MAX_ITERATIONS, "split": "kmeans", "trace": False,
     "reconsensus": False, "tol": DEFAULT_TOL,
@@ -124,7 +124,7 @@ def prepare(S, options: dict | None = None, timings: dict | None = None, progres
         progress("spectral", 0.0)
     with timed(timings, "spectral"):
         spec = spectrum(balanced.P, k=opts["k"], k_hat=opts["k_hat"], min_k=opts["min_k"],
-                        max_k=opts["max_k"], rule=opts["rule"])
+                        max_k=opts["max_k"], rule=opts["rule"], seed=opts["seed"])
     return balanced, spec
 
 
@@ -157,7 +157,9 @@ def spectrum_dict(spec) -> dict:
     """What the result reports of the spectrum (JSON-ready; no gap is ``None``)."""
     return {"k": int(spec.k), "eigenvalues": spec.eigenvalues.tolist(),
             "lambda2": spec.lambda2, "gap": None if np.isnan(spec.gap) else spec.gap,
-            "rule": spec.rule}
+            "rule": spec.rule, "k_hat": spec.k_hat, "noise_floor": spec.floor,
+            "k_signal": spec.k_signal, "structure": spec.structure,
+            "k_hat_capped": spec.capped, "notes": list(spec.notes)}
 
 
 def result_dict(S, P, balance: dict, spectrum: dict, result, ids=None,
@@ -174,6 +176,7 @@ def result_dict(S, P, balance: dict, spectrum: dict, result, ids=None,
     clusters = [names(np.flatnonzero(labels == c)) for c in range(int(labels.max()) + 1)]
     with timed({} if timings is None else timings, "diagnostics"):
         uncoupling = {"S": uncoupling_measure(S, labels), "P": uncoupling_measure(P, labels)}
+        firm = confidence(P, labels)
     out = {
         "n": S.n,
         "k": spectrum["k"],
@@ -183,6 +186,15 @@ def result_dict(S, P, balance: dict, spectrum: dict, result, ids=None,
         "lambda2": spectrum["lambda2"],
         "gap": spectrum["gap"],
         "rule": spectrum["rule"],
+        "k_hat": spectrum.get("k_hat", len(spectrum["eigenvalues"])),
+        "noise_floor": spectrum.get("noise_floor"),
+        "k_signal": spectrum.get("k_signal"),
+        "structure": spectrum.get("structure"),
+        "k_hat_capped": spectrum.get("k_hat_capped", False),
+        "notes": list(spectrum.get("notes", [])),
+        "confidence": np.round(firm["elements"], 6).tolist(),
+        "cluster_confidence": np.round(firm["clusters"], 6).tolist(),
+        "cluster_uncoupling": np.round(firm["uncoupling"], 6).tolist(),
         "balancing": dict(balance),
         "iterations": result.iterations,
         "uncoupling": uncoupling,

@@ -17,6 +17,7 @@ import os
 import sys
 
 from .errors import SCAError
+from .spectral import RULES
 
 
 def add_submit_command(sub) -> None:
@@ -37,7 +38,7 @@ def add_submit_command(sub) -> None:
     for name in ("k", "k-hat", "min-k", "max-k", "seed", "ensemble-seed", "starts", "stable",
                  "max-iterations"):
         opt.add_argument(f"--{name}", type=int)
-    opt.add_argument("--rule", choices=["gap", "perron"])
+    opt.add_argument("--rule", choices=RULES)
     opt.add_argument("--split", choices=["kmeans", "gaps"])
     opt.add_argument("--trace", action="store_true", help="record x_t per step")
     opt.add_argument("--reconsensus", action="store_true",

@@ -1,43 +1,81 @@
 """The spectrum of P and the number of clusters (Meyer & Wessell, Sec. 2.4 and 3).
 
-Two rules for k from the eigenvalues ``1 = λ1 >= λ2 >= ... >= λ_k̂``:
+Three rules for k from the eigenvalues ``1 = λ1 >= λ2 >= ... >= λ_k̂``:
+
+``"noise"`` (default)
+    k is the number of eigenvalues above the noise floor of :mod:`sca.null`:
+    the largest nontrivial eigenvalue of the same input with its structure
+    destroyed, plus a margin.  It is the Perron cluster (Definition 2.9) with
+    "close to 1" measured against what chance alone gives.  k = 1 is a
+    possible answer: "no cluster structure".  Without ``k_hat``, k̂ grows
+    (20, 40, 80, ...) until an eigenvalue falls below the floor, up to
+    ``max_k_hat``.  Below n = 30 a null reference is too coarse (at n = 3
+    every rearrangement of S is the same matrix): k is then the number of
+    eigenvalues above 1/2, those nearer 1 than 0.
 
 ``"perron"``
     The paper's Definition 2.9: k is the size of the Perron cluster, the
     largest gap ``λ_k - λ_{k+1}`` over all consecutive pairs, ties to the
-    smallest k.  It returns k = 1 whenever the gap after λ1 is the largest,
-    which happens on consensus matrices of several unequal blocks.
+    smallest k.
 
-``"gap"`` (default)
+``"gap"``
     The largest gap among ``λ_j - λ_{j+1}`` for ``min_k <= j <= max_k``
     (``min_k = 2`` by default, so the gap after λ1 is not a candidate), ties
-    to the smallest k.  With ``min_k = 1`` and no ``max_k`` it is the
-    Perron rule.
+    to the smallest k.  Gaps next to eigenvalues that are zero because S has
+    low rank (fewer clusters over all runs than elements) are never read.
+
+An explicit k (1 <= k <= n) is always honoured.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from .errors import SCAError
-from .operators import DENSE_SPECTRUM_MAX_N, ConsensusOperator
+from .null import ZERO, noise_floor
+from .operators import ConsensusOperator
 
-#: Eigenvalues computed by default when n is too large for all of them.
+#: Eigenvalues computed first when not all of them are cheap (the noise rule grows from here).
 DEFAULT_K_HAT = 20
-RULES = ("gap", "perron")
+#: The noise rule grows k̂ no further than this (and never past n).
+MAX_K_HAT = 1000
+RULES = ("noise", "gap", "perron")
+DEFAULT_RULE = "noise"
+#: Below this n a null draw is too coarse (at n = 3 every rearrangement of S is the same
+#: matrix; at n = 6 the paper's baseball consensus is within the null's spread).
+MIN_NULL_N = 30
 
 
 @dataclass(frozen=True)
 class SpectrumResult:
-    """Eigenvalues used (descending), the chosen k, λ2 and the gap at k."""
+    """Eigenvalues used (descending), the chosen k, λ2 and the gap at k.
+
+    ``floor`` is the noise floor (``"noise"`` rule; None otherwise),
+    ``k_signal`` the number of eigenvalues above it, ``structure`` whether
+    more than one is (None without a floor), ``k_hat`` the number of
+    eigenvalues computed, ``capped`` whether k̂ stopped at its cap with every
+    eigenvalue still above the floor, and ``notes`` plain-words remarks.
+    """
 
     eigenvalues: np.ndarray
     k: int
     lambda2: float
     gap: float
     rule: str
+    floor: float | None = None
+    k_signal: int | None = None
+    capped: bool = False
+    notes: tuple = field(default=())
+
+    @property
+    def k_hat(self) -> int:
+        return int(self.eigenvalues.size)
+
+    @property
+    def structure(self) -> bool | None:
+        return None if self.k_signal is None else self.k_signal > 1
 
 
 def perron_cluster(eigenvalues) -> int:
@@ -55,9 +93,14 @@ def perron_cluster(eigenvalues) -> int:
 
 
 def largest_gap_k(eigenvalues, min_k: int = 2, max_k: int | None = None) -> int:
-    """k maximising ``λ_k - λ_{k+1}`` over ``min_k <= k <= max_k``, ties to the smallest."""
+    """k maximising ``λ_k - λ_{k+1}`` over ``min_k <= k <= max_k``, ties to the smallest.
+
+    Gaps into eigenvalues that are zero (S of low rank) are not candidates.
+    """
     values = np.asarray(eigenvalues, dtype=float)
     top = values.size - 1 if max_k is None else min(int(max_k), values.size - 1)
+    nonzero = int(np.sum(values > ZERO))
+    top = min(top, max(nonzero - 1, min_k))
     if top < min_k:
         raise SCAError(f"need more than {min_k} eigenvalues to choose k in "
                        f"[{min_k}, {max_k}]; raise k_hat", "options.k_hat")
@@ -65,58 +108,111 @@ def largest_gap_k(eigenvalues, min_k: int = 2, max_k: int | None = None) -> int:
     return int(np.argmax(gaps)) + min_k
 
 
-def check_spectrum_options(n: int, k=None, k_hat=None, min_k: int = 2, max_k=None,
-                           rule: str = "gap") -> int:
-    """Check the spectral options against n; returns k_hat with its default resolved.
+def check_spectrum_options(n: int, k=None, k_hat=None, min_k=None, max_k=None,
+                           rule: str = DEFAULT_RULE) -> int | None:
+    """Check the spectral options against n; returns the explicit k_hat (or None).
 
     Kept apart from :func:`spectrum` so a caller can refuse bad options before
     any work (the service does, at submission).
     """
     if rule not in RULES:
         raise SCAError(f"k rule must be one of {RULES}, got {rule!r}", "options.rule")
-    if k is not None and not (isinstance(k, (int, np.integer)) and 1 <= k <= n):
+    if k is not None and not (_is_int(k) and 1 <= k <= n):
         raise SCAError(f"k must be an integer in [1, n] = [1, {n}], got {k!r}", "options.k")
-    if k_hat is None:
-        k_hat = n if n <= DENSE_SPECTRUM_MAX_N else min(DEFAULT_K_HAT, n - 1)
-    elif not (isinstance(k_hat, (int, np.integer)) and 2 <= k_hat < n):
-        raise SCAError(f"k_hat must be an integer in [2, n-1] = [2, {n - 1}], got {k_hat!r}",
-                       "options.k_hat")
-    if not (isinstance(min_k, (int, np.integer)) and 1 <= min_k < n):
-        raise SCAError(f"min_k must be an integer in [1, n-1] = [1, {n - 1}], got {min_k!r}",
+    if min_k is not None and not (_is_int(min_k) and 1 <= min_k <= n):
+        raise SCAError(f"min_k must be an integer in [1, n] = [1, {n}], got {min_k!r}",
                        "options.min_k")
-    if max_k is not None and not (isinstance(max_k, (int, np.integer)) and max_k >= min_k):
-        raise SCAError(f"max_k must be an integer >= min_k = {min_k}, got {max_k!r}",
+    low = max(min_k or 1, 1)
+    if max_k is not None and not (_is_int(max_k) and max_k >= low):
+        raise SCAError(f"max_k must be an integer >= min_k = {low}, got {max_k!r}",
                        "options.max_k")
+    if k_hat is None:
+        return None
+    # "gap" reads λ_j - λ_{j+1} for j >= min_k (2), "perron" needs one gap; "noise" counts.
+    least = 1 if rule == "noise" or k is not None else (
+        2 if rule == "perron" else (min_k or 2) + 1)
+    if not (_is_int(k_hat) and least <= k_hat <= n):
+        raise SCAError(f"k_hat must be an integer in [{least}, n] = [{least}, {n}] for rule "
+                       f"{rule!r}, got {k_hat!r}", "options.k_hat")
     return int(k_hat)
 
 
+def _is_int(value) -> bool:
+    return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
+
+
 def spectrum(P: ConsensusOperator, k: int | None = None, k_hat: int | None = None,
-             min_k: int = 2, max_k: int | None = None, rule: str = "gap") -> SpectrumResult:
+             min_k: int | None = None, max_k: int | None = None, rule: str = DEFAULT_RULE,
+             seed: int = 0, max_k_hat: int = MAX_K_HAT) -> SpectrumResult:
     """Eigenvalues of P and the number of clusters.
 
     Parameters
     ----------
     P : ConsensusOperator
-        The balanced operator.
+        The balanced operator (``P.unscaled()`` is S, for the null draws).
     k : int, optional
         The user's number of clusters; overrides the rule (1 <= k <= n).
     k_hat : int, optional
         How many of the largest eigenvalues to compute (Sec. 3: "the user ...
-        can direct the program to find only the k̂ largest").  Default: all of
-        them when n <= 1000, else 20.  An explicit k_hat must be in [2, n-1].
+        can direct the program to find only the k̂ largest").  Default: all
+        of them when that is cheap (n <= 1000, or label runs with at most
+        2048 clusters in all), else 20, grown by the ``"noise"`` rule until
+        the spectrum reaches the floor or ``max_k_hat``.
     min_k, max_k : int, optional
-        Range of k for the ``"gap"`` rule.
-    rule : {"gap", "perron"}
+        Bounds on k for the rules (``"gap"``: min_k defaults to 2).
+    rule : {"noise", "gap", "perron"}
+    seed : int
+        Seeds the null draws of the ``"noise"`` rule.
 
     Returns
     -------
     SpectrumResult
         ``gap`` is ``λ_k - λ_{k+1}`` for the chosen k (``nan`` if not computed).
     """
-    k_hat = check_spectrum_options(P.n, k, k_hat, min_k, max_k, rule)
-    values = P.eigenvalues(k_hat)
+    n = P.n
+    fixed = check_spectrum_options(n, k, k_hat, min_k, max_k, rule)
+    notes = []
+    floor = None
+    if rule == "noise":
+        floor = 0.5 if n < MIN_NULL_N else noise_floor(P.unscaled(), seed).floor
+        if n < MIN_NULL_N:
+            notes.append(f"n = {n} is too small for a null reference: k counts the "
+                         "eigenvalues above 1/2")
+    values, capped = _eigenvalues(P, fixed, floor, max_k_hat)
+    k_signal = None if floor is None else max(1, int(np.sum(values > floor)))
+    if capped:
+        notes.append(f"all {values.size} eigenvalues computed lie above the noise floor; "
+                     "there may be more clusters: raise k_hat")
     if k is None:
-        k = perron_cluster(values) if rule == "perron" else largest_gap_k(values, min_k, max_k)
+        if rule == "noise":
+            k = int(np.clip(k_signal, min_k or 1, max_k or n))
+        elif rule == "perron":
+            k = perron_cluster(values)
+        else:
+            k = largest_gap_k(values, min_k or 2, max_k)
+    if k_signal == 1:
+        notes.append("no cluster structure: no eigenvalue of P but λ1 = 1 rises above the "
+                     "noise floor of the same input with its structure destroyed")
     gap = float(values[k - 1] - values[k]) if k < values.size else float("nan")
     lambda2 = float(values[1]) if values.size > 1 else float("nan")
-    return SpectrumResult(values, int(k), lambda2, gap, rule)
+    return SpectrumResult(values, int(k), lambda2, gap, rule, floor, k_signal, capped,
+                          tuple(notes))
+
+
+def _eigenvalues(P: ConsensusOperator, k_hat: int | None, floor: float | None,
+                 max_k_hat: int) -> tuple[np.ndarray, bool]:
+    """P's largest eigenvalues: k_hat of them, all when cheap, or grown to the floor."""
+    if k_hat is not None:
+        return P.eigenvalues(k_hat), False
+    if P.full_spectrum_cheap:
+        values = P.eigenvalues(None)
+        # the zeros past the rank of S (label runs) say nothing: keep one
+        return values[:max(2, min(values.size, int(np.sum(values > ZERO)) + 1))], False
+    k_hat, cap = min(DEFAULT_K_HAT, P.n), min(max(int(max_k_hat), DEFAULT_K_HAT), P.n)
+    while True:
+        values = P.eigenvalues(k_hat)
+        if floor is None or values[-1] <= floor:
+            return values, False
+        if k_hat >= cap:
+            return values, True
+        k_hat = min(2 * k_hat, cap)

@@ -137,11 +137,11 @@ def load_balanced(store: ArtifactStore, record: dict):
 
 
 def spectral(store: ArtifactStore, record: dict) -> None:
-    """Eigenvalues of P and k (the user's, or from the largest gap)."""
+    """Eigenvalues of P and k (the user's, or from the job's k rule)."""
     keys = artifact_keys(record)
     P = load_balanced(store, record)
     o = record["options"]
-    found = sca.spectrum(P, **{k: o[k] for k in SPECTRAL_OPTIONS})
+    found = sca.spectrum(P, seed=o["seed"], **{k: o[k] for k in SPECTRAL_OPTIONS})
     store.save_json(keys["spectrum"], sca.spectrum_dict(found))
 
 

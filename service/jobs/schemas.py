@@ -109,7 +109,7 @@ def custom_cluster_schema(config) -> Schema:
 def _schemas(limit_k, limit_k_hat, limit_iterations, limit_starts):
     class OptionsSchema(BaseSchema):
         k = _int(1, limit_k, load_default=None, allow_none=True)
-        k_hat = _int(2, limit_k_hat, load_default=None, allow_none=True)
+        k_hat = _int(1, limit_k_hat, load_default=None, allow_none=True)
         stable = _int(1, limit_iterations, load_default=None, allow_none=True)
         max_iterations = _int(1, limit_iterations, load_default=None, allow_none=True)
         seed = _int(0, 2**32 - 1, load_default=None, allow_none=True)
@@ -126,9 +126,6 @@ def _schemas(limit_k, limit_k_hat, limit_iterations, limit_starts):
 
         @validates_schema
         def _check(self, data, **kwargs):
-            if data.get("k") is not None and data.get("k_hat") is not None \
-                    and data["k"] >= data["k_hat"]:
-                raise ValidationError("must be below k_hat", "k")
             if data.get("min_k") is not None and data.get("max_k") is not None \
                     and data["max_k"] < data["min_k"]:
                 raise ValidationError("must be at least min_k", "max_k")
