@@ -284,158 +284,6 @@ class SparseOperator(ConsensusOperator):
         return {"data": self.S.data, "indices": self.S.indices, "indptr": self.S.indptr}
 
 
-class FactoredOperator(ConsensusOperator):
-    """``S = H H^T`` with ``H`` sparse ``n x K``; S itself is never formed.
-
-    The nonzero eigenvalues of ``P = (DH)(DH)^T`` are those of the ``K x K``
-    Gram matrix ``(DH)^T (DH)``, which is built in row blocks of dense
-    products (a single large ``A @ A.T`` is both wasteful and, with some
-    multithreaded BLAS builds, unsafe).
-    """
-
-    kind = "factored"
-
-    def __init__(self, H, scale=None, groups=None):
-        H = sp.csr_array(H)
-        super().__init__(H.shape[0], scale)
-        self.H = H
-        #: Column offsets of the runs (run j owns columns groups[j]:groups[j+1]) when
-        #: H holds label runs; None for other factors (shared nearest neighbours).
-        self.groups = None if groups is None else np.asarray(groups, dtype=np.int64)
-
-    @property
-    def n_clusters(self) -> int:
-        return self.H.shape[1]
-
-    def _product(self, X):
-        return self.H @ (self.H.T @ X)
-
-    def _raw_diagonal(self):
-        return np.asarray(self.H.multiply(self.H).sum(axis=1)).ravel()
-
-    def _raw_entries(self, rows, cols):
-        return np.asarray(self.H[rows].multiply(self.H[cols]).sum(axis=1)).ravel()
-
-    def within_sums(self, labels):
-        labels = np.asarray(labels, dtype=np.int64)
-        s = np.ones(self.n) if self.scale is None else self.scale
-        E = sp.csr_array((s, (np.arange(self.n), labels)), shape=(self.n, int(labels.max()) + 1))
-        M = (self.H.T @ E).toarray()  # K x k: scaled cluster counts per column of H
-        out = np.empty(self.n)
-        for lo in range(0, self.n, _CHUNK_ROWS):
-            block = self.H[lo:lo + _CHUNK_ROWS]
-            rows = np.repeat(np.arange(block.shape[0]), np.diff(block.indptr))
-            values = block.data * M[block.indices, labels[lo:lo + _CHUNK_ROWS][rows]]
-            out[lo:lo + block.shape[0]] = np.bincount(rows, values, minlength=block.shape[0])
-        return out * s
-
-    def _sandwich(self, B):
-        A = B.T @ self.H  # c x K: B^T S B = A A^T
-        return np.asarray((A @ A.T).toarray())
-
-    def _pattern(self):
-        """Cluster graph: clusters a, b joined when an element lies in both.
-
-        Every element joins its first cluster to each of its others, so the
-        components of this K-node graph, read at each element's first
-        cluster, are those of ``H H^T`` -- found without forming it, in
-        chunks of rows so the edge list stays small.
-        """
-        H, K = self.H, self.n_clusters
-        first = H.indices[H.indptr[:-1]].astype(np.int64)
-        edges = set() if K > _DENSE_EDGE_MAX_K else np.zeros(K * K, dtype=bool)
-        for start in range(0, self.n, _CHUNK_ROWS):
-            lo, hi = H.indptr[start], H.indptr[min(start + _CHUNK_ROWS, self.n)]
-            rows = np.repeat(first[start:start + _CHUNK_ROWS],
-                             np.diff(H.indptr[start:start + _CHUNK_ROWS + 1]))
-            codes = rows * K + H.indices[lo:hi]
-            if isinstance(edges, set):
-                edges.update(np.unique(codes).tolist())
-            else:
-                edges[codes] = True
-        pairs = np.flatnonzero(edges) if not isinstance(edges, set) else np.array(sorted(edges))
-        a, b = np.divmod(pairs, K)
-        return sp.csr_array((np.ones(a.size), (a, b)), shape=(K, K)), first
-
-    def components(self):
-        graph, first = self._pattern()
-        _, labels = csgraph.connected_components(graph, directed=False)
-        count_labels = np.unique(labels[first], return_inverse=True)
-        return int(count_labels[0].size), count_labels[1].ravel()
-
-    def _with_scale(self, scale):
-        return FactoredOperator(self.H, scale, self.groups)
-
-    @property
-    def full_spectrum_cheap(self):
-        return self.n_clusters <= GRAM_MAX_K or self.n <= DENSE_SPECTRUM_MAX_N
-
-    def null_draw(self, rng):
-        """Label runs: each run's labels permuted over the elements it clustered
-        (every run keeps its cluster sizes, co-membership across runs is lost).
-        Other factors: each row's entries moved to random columns (every element
-        keeps its number of memberships, e.g. random neighbourhoods of the same size).
-        """
-        H, r = self.H, None if self.groups is None else self.groups.size - 1
-        if r is not None and H.nnz == self.n * r and np.all(np.diff(H.indptr) == r):
-            # Every element in every run: row i's j-th entry is its run-j label.  A
-            # random order of the elements, then each run rotated by its own random
-            # offset: as good as r independent permutations, and a quarter of the work.
-            codes = H.indices.reshape(self.n, r)[rng.permutation(self.n)]
-            for j, shift in enumerate(rng.integers(0, self.n, r)):
-                codes[:, j] = np.roll(codes[:, j], shift)
-            null = sp.csr_array((np.ones(H.nnz), codes.ravel(), H.indptr), shape=H.shape)
-            return FactoredOperator(null, groups=self.groups)
-        H = H.tocoo()
-        rows, cols = H.row.astype(np.int64), H.col.astype(np.int64)
-        if r is None:
-            cols = rng.integers(0, self.n_clusters, cols.size)
-        else:
-            run = np.searchsorted(self.groups, cols, side="right") - 1
-            order = np.argsort(run, kind="stable")
-            starts = np.searchsorted(run[order], np.arange(r + 1))
-            for lo, hi in zip(starts[:-1], starts[1:]):
-                block = order[lo:hi]
-                rows[block] = rng.permutation(rows[block])
-        null = sp.csr_array((np.ones(rows.size), (rows, cols)), shape=self.H.shape)
-        null.data[:] = 1.0  # an entry drawn twice counts once
-        return FactoredOperator(null, groups=self.groups)
-
-    def _state(self):
-        arrays = {"indices": self.H.indices, "indptr": self.H.indptr,
-                  "K": np.array(self.n_clusters)}
-        if self.groups is not None:
-            arrays["groups"] = self.groups
-        if not np.all(self.H.data == 1):
-            arrays["data"] = self.H.data
-        return arrays
-
-    def gram(self) -> np.ndarray:
-        """The ``K x K`` matrix ``(DH)^T (DH)``, accumulated in row blocks."""
-        K = self.n_clusters
-        G = np.zeros((K, K))
-        for start in range(0, self.n, _GRAM_BLOCK_ROWS):
-            block = self.H[start:start + _GRAM_BLOCK_ROWS].toarray()
-            if self.scale is not None:
-                block *= self.scale[start:start + _GRAM_BLOCK_ROWS, None]
-            G += block.T @ block
-        return G
-
-    def eigenvalues(self, k_hat=None, few=False):
-        if self.n_clusters > GRAM_MAX_K:
-            return super().eigenvalues(k_hat, few)
-        k_hat = self.n if k_hat is None else min(int(k_hat), self.n)
-        gram = self.gram()
-        if few and k_hat < self.n_clusters - 1 and self.n_clusters > DENSE_SPECTRUM_MAX_N:
-            values = eigsh(gram, k=k_hat, which="LA", tol=1e-4, return_eigenvectors=False)
-        else:
-            values = np.linalg.eigvalsh(gram)
-        values = np.sort(values)[::-1]
-        # P has rank at most K: the remaining n - K eigenvalues are zero.
-        values = np.concatenate([values, np.zeros(max(0, k_hat - values.size))])
-        return values[:k_hat]
-
-
 def _shuffled_symmetric(S, rng: np.random.Generator):
     """S with its off-diagonal entries placed at random, symmetric, diagonal kept.
 
@@ -459,6 +307,11 @@ def _shuffled_symmetric(S, rng: np.random.Generator):
     out += out.T
     out[np.diag_indices(n)] = np.diag(S)
     return out
+
+
+# The factored form lives in its own module; imported here (after the base class
+# exists) so every form is reachable from this one.
+from .factored import FactoredOperator  # noqa: E402
 
 
 def operator_from_state(state: dict) -> ConsensusOperator:
