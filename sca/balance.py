@@ -64,7 +64,7 @@ class BalanceResult:
 
 
 def balance(S: ConsensusOperator, tol: float = DEFAULT_TOL,
-            max_iter: int = DEFAULT_MAX_ITER) -> BalanceResult:
+            max_iter: int = DEFAULT_MAX_ITER, find_components: bool = True) -> BalanceResult:
     """Scale S symmetrically to a doubly stochastic ``P = D S D``.
 
     Parameters
@@ -77,6 +77,9 @@ def balance(S: ConsensusOperator, tol: float = DEFAULT_TOL,
         residual has stopped falling below the rounding floor ``n * eps``.
     max_iter : int, default 10000
         Iteration cap.
+    find_components : bool, default True
+        Find the connected components of S (reported as ``n_components``;
+        0 when not looked for).
 
     Returns
     -------
@@ -104,7 +107,8 @@ def balance(S: ConsensusOperator, tol: float = DEFAULT_TOL,
     if not (isinstance(max_iter, (int, np.integer)) and max_iter >= 1):
         raise SCAError(f"max_iter must be a positive integer, got {max_iter!r}",
                        "options.max_iterations")
-    n_components, components = S.components()
+    n_components, components = S.components() if find_components else (
+        0, np.zeros(S.n, dtype=np.int64))
     # Row sums of n terms carry rounding error up to about n * eps: below that
     # floor a residual that has stopped falling is converged (at n = 1e6 it
     # stalls near 6e-12, above the default tolerance).

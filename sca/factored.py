@@ -117,7 +117,8 @@ class FactoredOperator(ConsensusOperator):
             codes = H.indices.reshape(self.n, r)[rng.permutation(self.n)]
             for j, shift in enumerate(rng.integers(0, self.n, r)):
                 codes[:, j] = np.roll(codes[:, j], shift)
-            null = sp.csr_array((np.ones(H.nnz), codes.ravel(), H.indptr), shape=H.shape)
+            data = H.data if np.all(H.data == 1) else np.ones(H.nnz)
+            null = sp.csr_array((data, codes.ravel(), H.indptr), shape=H.shape)
             return FactoredOperator(null, groups=self.groups)
         H = H.tocoo()
         rows, cols = H.row.astype(np.int64), H.col.astype(np.int64)
@@ -143,12 +144,13 @@ class FactoredOperator(ConsensusOperator):
             arrays["data"] = self.H.data
         return arrays
 
-    def gram(self) -> np.ndarray:
-        """The ``K x K`` matrix ``(DH)^T (DH)``, accumulated in row blocks."""
+    def gram(self, dtype=np.float64) -> np.ndarray:
+        """The ``K x K`` matrix ``(DH)^T (DH)``, accumulated in row blocks (in
+        ``dtype``: float32 halves the work where a rough spectrum will do)."""
         K = self.n_clusters
-        G = np.zeros((K, K))
+        G = np.zeros((K, K), dtype=dtype)
         for start in range(0, self.n, _GRAM_BLOCK_ROWS):
-            block = self.H[start:start + _GRAM_BLOCK_ROWS].toarray()
+            block = self.H[start:start + _GRAM_BLOCK_ROWS].toarray().astype(dtype, copy=False)
             if self.scale is not None:
                 block *= self.scale[start:start + _GRAM_BLOCK_ROWS, None]
             G += block.T @ block
@@ -158,7 +160,7 @@ class FactoredOperator(ConsensusOperator):
         if self.n_clusters > GRAM_MAX_K:
             return super().eigenvalues(k_hat, few)
         k_hat = self.n if k_hat is None else min(int(k_hat), self.n)
-        gram = self.gram()
+        gram = self.gram(np.float32 if few else np.float64)
         if few and k_hat < self.n_clusters - 1 and self.n_clusters > DENSE_SPECTRUM_MAX_N:
             values = eigsh(gram, k=k_hat, which="LA", tol=1e-4, return_eigenvectors=False)
         else:

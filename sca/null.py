@@ -16,16 +16,23 @@ built by :meth:`ConsensusOperator.null_draw`:
   same size.
 
 Each null draw is balanced like S (Sec. 2.2) and its largest nontrivial
-eigenvalue read (after as many eigenvalues 1 as the null has connected
-components).  That is a Monte Carlo version of the Marchenko-Pastur edge, in
-the spirit of the reference distributions of M3C (John et al. 2020).  An
-eigenvalue of P is signal when it exceeds
+eigenvalues read (past as many eigenvalues 1 as the null has connected
+components): a Monte Carlo version of the Marchenko-Pastur edge, in the
+spirit of the reference distributions of M3C (John et al. 2020).  As in
+Horn's parallel analysis, P's j-th eigenvalue is compared with the null's
+j-th: when the structure takes up a sizeable share of S's rank (few runs),
+the remaining bulk of P sits below the null's edge, and the null's top
+eigenvalue alone would hide real clusters.  P's j-th nontrivial eigenvalue
+is signal when it exceeds
 
-    floor = max(edges) + 4 * max(sd(edges), mean(edges) * n^(-2/3)),
+    floor_j = max(null_j) + 4 * max(sd(null_j), mean(null_j) * n^(-2/3)),
 
-the second term a margin for the edge's own fluctuation: the standard
-deviation of the draws, but at least the Tracy-Widom scale n^(-2/3) of a
-random matrix's top eigenvalue, which a few draws underestimate.
+the second term a margin for the null's own fluctuation: the standard
+deviation over the draws, but at least the Tracy-Widom scale n^(-2/3) of a
+random matrix's top eigenvalue, which a few draws underestimate.  Where the
+null's spectrum is cheap (small n, or label runs with few clusters in all)
+its eigenvalues are compared index by index; otherwise the first
+:data:`FEW` are, and the last of them stands for the rest.
 """
 
 from __future__ import annotations
@@ -47,27 +54,47 @@ MARGIN_Z = 4.0
 ZERO = 1e-9
 #: A null is balanced roughly: its eigenvalues move by about the residual.
 _NULL_TOL = 1e-6
+#: Null eigenvalues compared index by index: when the null's spectrum is cheap, and when not.
+CHEAP, FEW = 1000, 8
 
 
 @dataclass(frozen=True)
 class NoiseFloor:
-    """The floor, the null draws' largest nontrivial eigenvalues, and the margin."""
+    """Thresholds for P's nontrivial eigenvalues λ2, λ3, ... (the last stands
+    for those beyond), and the null draws they come from (draws x len)."""
 
-    floor: float
-    edges: np.ndarray
-    margin: float
+    floors: np.ndarray
+    draws: np.ndarray
+
+    @property
+    def floor(self) -> float:
+        """The threshold for λ2: the noise floor reported to users."""
+        return float(self.floors[0])
+
+    def signal(self, eigenvalues) -> int:
+        """Eigenvalues above the floor, λ1 included, counted until the first below it."""
+        values = np.asarray(eigenvalues, dtype=float)[1:]
+        floors = np.concatenate([self.floors, np.full(max(0, values.size - self.floors.size),
+                                                      self.floors[-1])])[:values.size]
+        below = np.flatnonzero(values <= floors)
+        return 1 + (int(below[0]) if below.size else values.size)
 
 
-def null_edge(null: ConsensusOperator) -> float:
-    """Largest nontrivial eigenvalue of the balanced null (past its components' 1s)."""
+def null_spectrum(null: ConsensusOperator, count: int) -> np.ndarray:
+    """The ``count`` largest nontrivial eigenvalues of the balanced null
+    (past its components' 1s), zero-padded."""
     try:
-        balanced = balance(null, tol=_NULL_TOL)
+        balanced = balance(null, tol=_NULL_TOL, find_components=False)
     except BalancingError as exc:
         balanced = exc.partial
-    skip = balanced.n_components
-    if skip >= null.n:
-        return 0.0
-    return float(balanced.P.eigenvalues(skip + 1, few=True)[skip])
+    P, skip = balanced.P, 1
+    values = P.eigenvalues(None if null.full_spectrum_cheap else min(count + 1, null.n), few=True)
+    if values.size > 1 and values[1] >= 1 - 1e-6:  # a disconnected null: rarely, but look
+        skip = null.components()[0]
+        values = P.eigenvalues(None if null.full_spectrum_cheap else min(skip + count, null.n),
+                               few=True)
+    values = values[skip:skip + count]
+    return np.concatenate([values, np.zeros(count - values.size)])
 
 
 def noise_floor(S: ConsensusOperator, seed: int = 0, draws: int | None = None) -> NoiseFloor:
@@ -84,9 +111,10 @@ def noise_floor(S: ConsensusOperator, seed: int = 0, draws: int | None = None) -
     """
     if draws is None:
         draws = next(count for limit, count in DRAWS if limit is None or S.n <= limit)
+    count = min(CHEAP if S.full_spectrum_cheap else FEW, S.n - 1)
     rng = np.random.default_rng([seed, 0x5CA])
-    edges = np.array([null_edge(S.null_draw(rng)) for _ in range(draws)])
-    spread = max(float(edges.std(ddof=1)) if draws > 1 else 0.0,
-                 float(edges.mean()) * S.n ** (-2 / 3))
-    margin = MARGIN_Z * spread
-    return NoiseFloor(max(float(edges.max()) + margin, ZERO), edges, margin)
+    null = np.array([null_spectrum(S.null_draw(rng), count) for _ in range(draws)])
+    spread = np.maximum(null.std(axis=0, ddof=1) if draws > 1 else 0.0,
+                        null.mean(axis=0) * S.n ** (-2 / 3))
+    floors = np.maximum(null.max(axis=0) + MARGIN_Z * spread, ZERO)
+    return NoiseFloor(np.maximum.accumulate(floors[::-1])[::-1], null)

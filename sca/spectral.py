@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .errors import SCAError
-from .null import ZERO, noise_floor
+from .null import ZERO, NoiseFloor, noise_floor
 from .operators import ConsensusOperator
 
 #: Eigenvalues computed first when not all of them are cheap (the noise rule grows from here).
@@ -172,14 +172,16 @@ def spectrum(P: ConsensusOperator, k: int | None = None, k_hat: int | None = Non
     n = P.n
     fixed = check_spectrum_options(n, k, k_hat, min_k, max_k, rule)
     notes = []
-    floor = None
+    null = None
     if rule == "noise":
-        floor = 0.5 if n < MIN_NULL_N else noise_floor(P.unscaled(), seed).floor
+        null = (NoiseFloor(np.array([0.5]), np.empty((0, 1))) if n < MIN_NULL_N
+                else noise_floor(P.unscaled(), seed))
         if n < MIN_NULL_N:
             notes.append(f"n = {n} is too small for a null reference: k counts the "
                          "eigenvalues above 1/2")
-    values, capped = _eigenvalues(P, fixed, floor, max_k_hat)
-    k_signal = None if floor is None else max(1, int(np.sum(values > floor)))
+    floor = None if null is None else null.floor
+    values, capped = _eigenvalues(P, fixed, None if null is None else null.floors[-1], max_k_hat)
+    k_signal = None if null is None else null.signal(values)
     if capped:
         notes.append(f"all {values.size} eigenvalues computed lie above the noise floor; "
                      "there may be more clusters: raise k_hat")
