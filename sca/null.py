@@ -47,7 +47,7 @@ from .operators import ConsensusOperator
 
 #: Null draws by n: many where the edge fluctuates most (and draws are cheap), one where
 #: it hardly fluctuates at all.
-DRAWS = ((2_000, 8), (20_000, 3), (None, 1))
+DRAWS = ((2_000, 8), (5_000, 3), (None, 1))
 #: Margin, in units of the edge's fluctuation.
 MARGIN_Z = 4.0
 #: Eigenvalues below this are zero (rounding), never signal.
@@ -55,7 +55,7 @@ ZERO = 1e-9
 #: A null is balanced roughly: its eigenvalues move by about the residual.
 _NULL_TOL = 1e-6
 #: Null eigenvalues compared index by index: when the null's spectrum is cheap, and when not.
-CHEAP, FEW = 1000, 8
+CHEAP, FEW = 128, 8
 
 
 @dataclass(frozen=True)
@@ -107,7 +107,7 @@ def noise_floor(S: ConsensusOperator, seed: int = 0, draws: int | None = None) -
     seed : int
         Seeds the null draws, so the floor is reproducible.
     draws : int, optional
-        Null draws; default 8 up to n = 2000, 3 up to 20,000, else 1.
+        Null draws; default 8 up to n = 2000, 3 up to 5000, else 1.
     """
     if draws is None:
         draws = next(count for limit, count in DRAWS if limit is None or S.n <= limit)

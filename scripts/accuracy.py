@@ -1,24 +1,31 @@
-"""Accuracy of the default configuration against peers, and of its rule for k.
+"""Accuracy of the automatic k and of the clusters, against peers on the same consensus.
 
-On planted partitions (equal and unequal blocks, n = 1e3 to 1e5), iris and
-leukemia, prints for each case and seed:
+Cases: no structure (random labels), weak structure (few runs, most labels
+random), 10/20/40 equal blocks at n = 4,000 and 100,000, very unequal blocks
+(2000, 500, 100, 30, 10), iris (k-means k = 3, 4) and leukemia (NMF k = 3).
+For each case and seed, on the same label runs, it prints the true k and:
 
-* k by the default rule (largest gap among λ2 .. λk̂) and by the eigengap of
-  the same spectrum (the paper's Perron cluster), against the true k;
-* adjusted Rand index of the default configuration (k-means split of a block
-  of iterates) with its own k and with the true k, of the paper's algorithm
-  (single start, gap split) with the true k, and of scikit-learn's
-  ``SpectralClustering(affinity="precomputed")`` with the true k on the same
-  consensus (where S fits in memory).
+* ``sca``: k by the default rule (the noise floor of :mod:`sca.null`) and the
+  ARI of the default configuration with it;
+* ``EA``: average-linkage evidence accumulation on ``1 - S/r`` with Fred &
+  Jain's lifetime k (the k whose range of cut heights is longest, k = 1
+  included), and its ARI;
+* ``HDBSCAN`` on ``1 - S/r`` (scikit-learn, precomputed; noise points form one
+  more cluster for the ARI);
+* ``SC``: scikit-learn's ``SpectralClustering(affinity="precomputed")`` with
+  the true k.
 
-    python scripts/accuracy.py            # about 10 minutes on 2 cores
-    python scripts/accuracy.py --quick
+Peers need the dense n x n consensus and run up to n = 10,000 only.
+
+    python scripts/accuracy.py            # about 5 minutes on 2 cores
+    python scripts/accuracy.py --quick    # n <= 4,000 and one seed
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+import time
 
 import numpy as np
 from sklearn.metrics import adjusted_rand_score
@@ -27,74 +34,114 @@ import sca
 from sca.planted import planted_runs, planted_truth
 from shared import DATA, PEER_MAX_N, load_labels, load_matrix, spectral_clustering
 
+NO_STRUCTURE, WEAK, PLANTED, DATA_SETS = "no structure", "weak", "planted", "data"
 
-def score(S, truth, seed: int) -> dict:
+
+def lifetime_k(D: np.ndarray) -> tuple[int, np.ndarray]:
+    """Average linkage on distances D, cut at the longest-lived k (Fred & Jain 2005).
+
+    Distances lie in [0, 1], so k = 1 lives from the last merge up to 1.
+    """
+    from scipy.cluster.hierarchy import fcluster, linkage
+    from scipy.spatial.distance import squareform
+
+    tree = linkage(squareform(D, checks=False), method="average")
+    heights = np.concatenate([[0.0], tree[:, 2], [max(1.0, tree[-1, 2])]])
+    # k clusters live from the (n-k)-th merge height to the next; all singletons
+    # (k = n) are not a candidate
+    life = np.diff(heights)
+    k = D.shape[0] - 1 - int(np.argmax(life[1:]))
+    return k, fcluster(tree, k, criterion="maxclust")
+
+
+def peers(S: sca.FactoredOperator, runs: int, k_true: int, seed: int) -> dict:
+    from sklearn.cluster import HDBSCAN
+
+    A = S.to_dense()
+    D = np.clip(1.0 - A / runs, 0.0, None)
+    np.fill_diagonal(D, 0.0)
+    out = {}
+    out["ea_k"], out["ea_labels"] = lifetime_k(D)
+    hdb = HDBSCAN(metric="precomputed", min_cluster_size=5, copy=True).fit_predict(D)
+    out["hdb_k"], out["hdb_labels"] = int(np.unique(hdb[hdb >= 0]).size), hdb
+    if k_true > 1:
+        out["sc_labels"] = spectral_clustering(A, k_true, seed)
+    return out
+
+
+def score(kind: str, S, runs: int, truth, seed: int) -> dict:
     k_true = int(np.unique(truth).size)
-    P = sca.balance(S).P
-    spec = sca.spectrum(P)
+    t = time.perf_counter()
+    _, spec, found, _ = sca.run_stages(S, {"seed": seed})
     ari = lambda labels: float(adjusted_rand_score(truth, labels))  # noqa: E731
-    row = {"n": S.n, "k_true": k_true, "k_default": spec.k,
-           "k_eigengap": sca.perron_cluster(spec.eigenvalues),
-           "ari_default": ari(sca.iterate(P, spec.k, seed=seed).labels),
-           "ari_default_true_k": ari(sca.iterate(P, k_true, seed=seed).labels)}
-    try:
-        row["ari_paper_true_k"] = ari(sca.iterate(P, k_true, seed=seed, split="gaps").labels)
-    except sca.IterationError:
-        row["ari_paper_true_k"] = float("nan")
+    row = {"kind": kind, "n": S.n, "k_true": k_true, "k": spec.k, "ari": ari(found.labels),
+           "seconds": time.perf_counter() - t}
     if S.n <= PEER_MAX_N:
-        row["ari_spectral_clustering"] = ari(spectral_clustering(S.to_dense(), k_true, seed))
+        p = peers(S, runs, k_true, seed)
+        row.update(ea_k=p["ea_k"], ea_ari=ari(p["ea_labels"]), hdb_k=p["hdb_k"],
+                   hdb_ari=ari(p["hdb_labels"]))
+        if "sc_labels" in p:
+            row["sc_ari"] = ari(p["sc_labels"])
     return row
 
 
 def cases(quick: bool):
-    sizes = [1000, 10_000] if quick else [1000, 10_000, 100_000]
-    seeds = range(2) if quick else range(3)
-    for n in sizes:
-        for shape, blocks in (("equal", [1] * 5), ("unequal", [1, 2, 3, 4, 5, 6])):
-            for seed in seeds:
-                rng = np.random.default_rng(seed)
-                truth = planted_truth(n, blocks, rng)
-                S = sca.membership_operator(planted_runs(truth, 100, 0.5, rng))
-                yield f"planted {shape} n={n}", seed, S, truth
-    X = load_matrix(DATA / "iris" / "X.csv")
-    species = load_labels(DATA / "iris" / "labels.csv")
+    seeds = range(1) if quick else range(3)
     for seed in seeds:
+        rng = np.random.default_rng(seed)
+        for n, r, k in ((300, 50, 5), (1800, 100, 5)) + (() if quick else ((100_000, 100, 5),)):
+            yield NO_STRUCTURE, f"random labels n={n} r={r}", seed, rng.integers(0, k, (n, r)), \
+                np.zeros(n, dtype=int)
+        truth = planted_truth(300, [1, 1, 1], rng)
+        yield WEAK, "3 blocks n=300 r=5 60% random", seed, planted_runs(truth, 5, 0.6, rng), truth
+        for n in (4000,) if quick else (4000, 100_000):
+            for blocks in (10, 20, 40):
+                truth = planted_truth(n, [1] * blocks, rng)
+                yield PLANTED, f"{blocks} blocks n={n}", seed, planted_runs(truth, 100, 0.5, rng), \
+                    truth
+        truth = rng.permutation(np.repeat(np.arange(5), [2000, 500, 100, 30, 10]))
+        yield PLANTED, "blocks 2000,500,100,30,10", seed, planted_runs(truth, 100, 0.3, rng), truth
+        X = load_matrix(DATA / "iris" / "X.csv")
         runs = sca.ensemble_labels(X, [{"algorithm": "kmeans", "k": [3, 4], "runs": 50}], seed)
-        yield "iris kmeans(3,4)x50", seed, sca.membership_operator(runs), species
-    X = load_matrix(DATA / "leukemia" / "X.csv")
-    classes = load_labels(DATA / "leukemia" / "labels.csv")
-    for seed in seeds:
-        runs = sca.ensemble_labels(X, [{"algorithm": "nmf", "k": 3, "runs": 30 if quick else 100}],
-                                   seed)
-        yield "leukemia nmf(3)", seed, sca.membership_operator(runs), classes
+        yield DATA_SETS, "iris kmeans(3,4)x50", seed, runs, load_labels(DATA / "iris" / "labels.csv")
+        X = load_matrix(DATA / "leukemia" / "X.csv")
+        runs = sca.ensemble_labels(X, [{"algorithm": "nmf", "k": 3, "runs": 100}], seed)
+        yield DATA_SETS, "leukemia nmf(3)x100", seed, runs, \
+            load_labels(DATA / "leukemia" / "labels.csv")
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
     args = parser.parse_args(argv)
-    cols = ["k_true", "k_default", "k_eigengap", "ari_default", "ari_default_true_k",
-            "ari_paper_true_k", "ari_spectral_clustering"]
-    print(f"{'case':<28} {'seed':>4} " + " ".join(f"{c:>12}" for c in cols))
-    tally = {"default_k_right": 0, "eigengap_k_right": 0, "cases": 0,
-             "default_ge_sc": 0, "sc_cases": 0}
-    for name, seed, S, truth in cases(args.quick):
-        row = score(S, truth, seed)
-        cells = []
-        for c in cols:
-            v = row.get(c)
-            cells.append(f"{'-':>12}" if v is None else
-                         f"{v:>12}" if isinstance(v, int) else f"{v:>12.3f}")
-        print(f"{name:<28} {seed:>4} " + " ".join(cells), flush=True)
-        tally["cases"] += 1
-        tally["default_k_right"] += row["k_default"] == row["k_true"]
-        tally["eigengap_k_right"] += row["k_eigengap"] == row["k_true"]
-        if "ari_spectral_clustering" in row:
-            tally["sc_cases"] += 1
-            tally["default_ge_sc"] += row["ari_default_true_k"] >= row["ari_spectral_clustering"] - 1e-9
-    print(f"\nk right: default rule {tally['default_k_right']}/{tally['cases']}, eigengap "
-          f"{tally['eigengap_k_right']}/{tally['cases']}; default ARI (true k) >= "
-          f"SpectralClustering ARI in {tally['default_ge_sc']}/{tally['sc_cases']} cases")
+    cols = [("k_true", "true k"), ("k", "sca k"), ("ari", "sca ARI"), ("ea_k", "EA k"),
+            ("ea_ari", "EA ARI"), ("hdb_k", "HDB k"), ("hdb_ari", "HDB ARI"),
+            ("sc_ari", "SC ARI")]
+    print(f"{'case':<32} {'seed':>4} " + " ".join(f"{title:>8}" for _, title in cols))
+    rows = []
+    for kind, name, seed, runs, truth in cases(args.quick):
+        row = score(kind, sca.membership_operator(runs), runs.shape[1], truth, seed)
+        rows.append(row)
+        cells = [f"{'-':>8}" if row.get(c) is None else f"{row[c]:>8}" if isinstance(row[c], int)
+                 else f"{row[c]:>8.3f}" for c, _ in cols]
+        print(f"{name:<32} {seed:>4} " + " ".join(cells), flush=True)
+    of = lambda kind: [r for r in rows if r["kind"] == kind]  # noqa: E731
+    none, weak, planted = of(NO_STRUCTURE), of(WEAK), of(PLANTED)
+    with_peers = [r for r in planted if "ea_k" in r]
+    print(f"\nno structure: sca k = 1 in {sum(r['k'] == 1 for r in none)}/{len(none)}, EA "
+          f"{sum(r.get('ea_k') == 1 for r in none if 'ea_k' in r)}/"
+          f"{sum('ea_k' in r for r in none)}")
+    print(f"weak structure: sca k in {{true k, 1}} in "
+          f"{sum(r['k'] in (1, r['k_true']) for r in weak)}/{len(weak)}, "
+          f"EA {sum(r['ea_k'] in (1, r['k_true']) for r in weak)}/{len(weak)}")
+    print(f"planted: sca k right in {sum(r['k'] == r['k_true'] for r in planted)}/{len(planted)}"
+          f" (with peers: {sum(r['k'] == r['k_true'] for r in with_peers)}/{len(with_peers)}), "
+          f"EA lifetime k right in {sum(r['ea_k'] == r['k_true'] for r in with_peers)}/"
+          f"{len(with_peers)}")
+    for name in ("iris", "leukemia"):
+        data = [r for r in of(DATA_SETS) if r["n"] == (150 if name == "iris" else 38)]
+        print(f"{name}: sca ARI median {np.median([r['ari'] for r in data]):.3f}, EA ARI median "
+              f"{np.median([r['ea_ari'] for r in data]):.3f}")
     return 0
 
 
