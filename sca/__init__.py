@@ -18,8 +18,8 @@ from .inputs import consensus_operator, membership_matrix, membership_operator, 
 from .iteration import IterationResult, gap_split
 from .operators import (ConsensusOperator, DenseOperator, FactoredOperator, SparseOperator,
                         operator_from_state, operator_state)
-from .pipeline import (balance_dict, cluster, custom_result, result_dict, run_stages,
-                       spectrum_dict)
+from .pipeline import (balance_dict, cluster, custom_result, iteration_dict, result_dict,
+                       run_stages, spectrum_dict)
 from .spectral import SpectrumResult, largest_gap_k, perron_cluster, spectrum
 
 __all__ = [
@@ -27,7 +27,8 @@ __all__ = [
     "FactoredOperator", "IterationError", "IterationResult", "SCAError", "SparseOperator",
     "SpectrumResult", "balance", "balance_dict", "cluster", "clustering_errors",
     "consensus_operator", "custom_cluster", "custom_result", "ensemble_labels",
-    "ensemble_plan", "ensemble_run", "evaluate", "gap_split", "iterate", "largest_gap_k",
+    "ensemble_plan", "ensemble_run", "evaluate", "gap_split", "iterate", "iteration_dict",
+    "largest_gap_k",
     "matching", "membership_matrix", "membership_operator", "neighbours",
     "operator_from_state", "operator_state", "perron_cluster", "result_dict", "run_stages",
     "snn_operator", "spectrum", "spectrum_dict", "uncoupling_measure",

@@ -100,6 +100,26 @@ def iterate(P: ConsensusOperator, k: int, seed: int = 0, starts: int = DEFAULT_S
     return result
 
 
+def iterate_best(P: ConsensusOperator, candidates, **options):
+    """Cluster with each candidate k; keep the clustering most uncoupled against chance.
+
+    The score of a partition is ``(1 - σ(P)) - Σ_c (n_c / n)^2``: the share of
+    P's weight inside the clusters (Definition 2.7, Theorem 2.8) minus the
+    share a random partition with the same sizes would have (Newman's
+    modularity of P as a weighted graph, every degree 1).  Returns
+    ``(k, IterationResult, {k: score})``.
+    """
+    best, scores = None, {}
+    for k in candidates:
+        found = iterate(P, int(k), **options)
+        sizes = np.bincount(found.labels).astype(float)
+        scores[int(k)] = float(np.trace(P.block_sums(found.labels)) / P.n
+                               - np.sum((sizes / P.n) ** 2))
+        if best is None or scores[int(k)] > scores[best[0]]:
+            best = (int(k), found)
+    return best[0], best[1], scores
+
+
 def _reconsensus(first: IterationResult, found, k, seed, starts, stable, max_iterations,
                  split) -> IterationResult:
     """Re-cluster the consensus of the solutions until one solution remains."""

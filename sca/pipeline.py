@@ -12,11 +12,13 @@ from __future__ import annotations
 import time
 from collections import Counter
 from contextlib import contextmanager
+from dataclasses import replace
 
 import numpy as np
 
 from .balance import DEFAULT_MAX_ITER, DEFAULT_TOL, balance
-from .clustering import DEFAULT_MAX_ITERATIONS, DEFAULT_STABLE, DEFAULT_STARTS, iterate
+from .clustering import (DEFAULT_MAX_ITERATIONS, DEFAULT_STABLE, DEFAULT_STARTS, iterate,
+                         iterate_best)
 from .custom import custom_cluster, neighbours
 from .diagnostics import confidence, uncoupling_measure
 from .ensemble import ensemble_labels
@@ -32,6 +34,11 @@ DEFAULTS = {
     "reconsensus": False, "tol": DEFAULT_TOL,
     "balance_max_iterations": DEFAULT_MAX_ITER, "x0": None,
 }
+
+
+#: Options of :func:`sca.clustering.iterate` among :data:`DEFAULTS`.
+ITERATION_OPTIONS = ("seed", "starts", "stable", "max_iterations", "split", "trace", "x0",
+                     "reconsensus")
 
 
 @contextmanager
@@ -140,11 +147,32 @@ def run_stages(S, options: dict | None = None, timings: dict | None = None, prog
     if progress is not None:
         progress("iteration", 0.0)
     with timed(timings, "iteration"):
-        result = iterate(balanced.P, spec.k, seed=opts["seed"], starts=opts["starts"],
-                         stable=opts["stable"], max_iterations=opts["max_iterations"],
-                         split=opts["split"], trace=opts["trace"], x0=opts["x0"],
-                         reconsensus=opts["reconsensus"])
-    return balanced, spec, result, timings
+        k, scores, result = iteration(balanced.P, spec.k, spec.candidates, opts)
+    gap = float(spec.eigenvalues[k - 1] - spec.eigenvalues[k]) if k < spec.k_hat else float("nan")
+    return balanced, replace(spec, k=k, gap=gap, scores=scores), result, timings
+
+
+def iteration(P, k: int, candidates, options: dict):
+    """The iteration stage: with k, or with each candidate k when the spectrum
+    left the cut in doubt (:func:`sca.clustering.iterate_best`).
+
+    Returns ``(k, {candidate: score}, IterationResult)``.
+    """
+    opts = {name: options[name] for name in ITERATION_OPTIONS if name in options}
+    if candidates:
+        k, result, scores = iterate_best(P, candidates, **opts)
+        return k, scores, result
+    return k, {}, iterate(P, k, **opts)
+
+
+def iteration_dict(P, spectrum: dict, options: dict):
+    """:func:`iteration` from a stored :func:`spectrum_dict`; returns the dict
+    with the chosen k (and its gap and the candidates' scores) and the result."""
+    k, scores, result = iteration(P, spectrum["k"], spectrum.get("k_candidates") or (), options)
+    values = spectrum["eigenvalues"]
+    gap = values[k - 1] - values[k] if k < len(values) else None
+    return {**spectrum, "k": k, "gap": spectrum["gap"] if k == spectrum["k"] else gap,
+            "k_scores": {str(c): v for c, v in scores.items()}}, result
 
 
 def balance_dict(balanced) -> dict:
@@ -159,7 +187,9 @@ def spectrum_dict(spec) -> dict:
             "lambda2": spec.lambda2, "gap": None if np.isnan(spec.gap) else spec.gap,
             "rule": spec.rule, "k_hat": spec.k_hat, "noise_floor": spec.floor,
             "k_signal": spec.k_signal, "structure": spec.structure,
-            "k_hat_capped": spec.capped, "notes": list(spec.notes)}
+            "k_hat_capped": spec.capped, "notes": list(spec.notes),
+            "k_candidates": list(spec.candidates),
+            "k_scores": {str(k): v for k, v in spec.scores.items()}}
 
 
 def result_dict(S, P, balance: dict, spectrum: dict, result, ids=None,
@@ -192,6 +222,8 @@ def result_dict(S, P, balance: dict, spectrum: dict, result, ids=None,
         "structure": spectrum.get("structure"),
         "k_hat_capped": spectrum.get("k_hat_capped", False),
         "notes": list(spectrum.get("notes", [])),
+        "k_candidates": list(spectrum.get("k_candidates", [])),
+        "k_scores": dict(spectrum.get("k_scores", {})),
         "confidence": np.round(firm["elements"], 6).tolist(),
         "cluster_confidence": np.round(firm["clusters"], 6).tolist(),
         "cluster_uncoupling": np.round(firm["uncoupling"], 6).tolist(),

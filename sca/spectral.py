@@ -9,7 +9,13 @@ Three rules for k from the eigenvalues ``1 = λ1 >= λ2 >= ... >= λ_k̂``:
     "close to 1" measured against what chance alone gives.  k = 1 is a
     possible answer: "no cluster structure".  Without ``k_hat``, k̂ grows
     (20, 40, 80, ...) until an eigenvalue falls below the floor, up to
-    ``max_k_hat``.  Below n = 30 a null reference is too coarse (at n = 3
+    ``max_k_hat``.  Where the eigenvalues above the floor leave the cut in
+    doubt -- a much larger gap inside them (a coarser level of structure,
+    such as species split further by k-means runs at a higher k), or the
+    first eigenvalue below the floor nearer the last above it than the bulk
+    -- those k are ``candidates`` as well, and the iteration stage keeps the
+    candidate whose clustering is most uncoupled against chance
+    (:func:`sca.clustering.iterate_best`).  Below n = 30 a null reference is too coarse (at n = 3
     every rearrangement of S is the same matrix): k is then the number of
     eigenvalues above 1/2, those nearer 1 than 0.
 
@@ -56,7 +62,9 @@ class SpectrumResult:
     ``k_signal`` the number of eigenvalues above it, ``structure`` whether
     more than one is (None without a floor), ``k_hat`` the number of
     eigenvalues computed, ``capped`` whether k̂ stopped at its cap with every
-    eigenvalue still above the floor, and ``notes`` plain-words remarks.
+    eigenvalue still above the floor, ``notes`` plain-words remarks, and
+    ``candidates`` the values of k the iteration stage chooses among (empty:
+    k alone) and, once it has, ``scores`` their scores.
     """
 
     eigenvalues: np.ndarray
@@ -68,6 +76,8 @@ class SpectrumResult:
     k_signal: int | None = None
     capped: bool = False
     notes: tuple = field(default=())
+    candidates: tuple = field(default=())
+    scores: dict = field(default_factory=dict)
 
     @property
     def k_hat(self) -> int:
@@ -185,9 +195,11 @@ def spectrum(P: ConsensusOperator, k: int | None = None, k_hat: int | None = Non
     if capped:
         notes.append(f"all {values.size} eigenvalues computed lie above the noise floor; "
                      "there may be more clusters: raise k_hat")
+    candidates = ()
     if k is None:
         if rule == "noise":
             k = int(np.clip(k_signal, min_k or 1, max_k or n))
+            candidates = _candidates(values, k_signal, min_k or 1, max_k or n)
         elif rule == "perron":
             k = perron_cluster(values)
         else:
@@ -198,7 +210,21 @@ def spectrum(P: ConsensusOperator, k: int | None = None, k_hat: int | None = Non
     gap = float(values[k - 1] - values[k]) if k < values.size else float("nan")
     lambda2 = float(values[1]) if values.size > 1 else float("nan")
     return SpectrumResult(values, int(k), lambda2, gap, rule, floor, k_signal, capped,
-                          tuple(notes))
+                          tuple(notes), candidates)
+
+
+def _candidates(values: np.ndarray, k_signal: int, low: int, high: int) -> tuple:
+    """The values of k worth an iteration each when the floor leaves the cut in doubt."""
+    if k_signal < 2:
+        return ()
+    found = {k_signal}
+    if k_signal > 2:
+        found.add(largest_gap_k(values, 2, k_signal))
+    if k_signal + 1 < values.size and (values[k_signal - 1] - values[k_signal]
+                                       < values[k_signal] - values[k_signal + 1]):
+        found.add(k_signal + 1)
+    found = {int(np.clip(k, low, high)) for k in found}
+    return tuple(sorted(found)) if len(found) > 1 else ()
 
 
 def _eigenvalues(P: ConsensusOperator, k_hat: int | None, floor: float | None,

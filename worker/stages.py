@@ -151,7 +151,7 @@ def iteration(store: ArtifactStore, record: dict) -> None:
     P = load_balanced(store, record)
     spec = store.load_json(keys["spectrum"])
     o = record["options"]
-    found = sca.iterate(P, spec["k"], **{k: o[k] for k in ITERATION_OPTIONS})
+    spec, found = sca.iteration_dict(P, spec, {k: o[k] for k in ITERATION_OPTIONS})
     result = sca.result_dict(P.unscaled(), P, store.load_json(keys["balance"]), spec, found)
     store.save_json(keys["result"], jsonable(result))
     store.update_job(record["id"], {"status": "succeeded", "updated": now()}, expect=ACTIVE)

@@ -168,3 +168,13 @@ def test_the_random_start_never_counts_toward_stable(baseball):
     P = sca.balance(baseball).P
     result = sca.iterate(P, 2, stable=1, split="gaps", trace=True)
     assert result.iterations >= 1
+
+
+def test_a_coarser_level_is_kept_when_it_is_more_uncoupled(iris):
+    """k-means runs at k = 3 and 4 on iris leave five co-membership blocks above
+    chance; the species level (k = 3) is the most uncoupled candidate."""
+    X, species = iris
+    result = sca.cluster(data=X, ensemble=[{"algorithm": "kmeans", "k": [3, 4], "runs": 50}])
+    assert result["k_candidates"] == [3, 5] and result["k"] == 3
+    assert result["k_scores"]["3"] > result["k_scores"]["5"]
+    assert adjusted_rand_score(species, result["labels"]) > 0.7
