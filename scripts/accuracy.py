@@ -6,7 +6,10 @@ random), 10/20/40 equal blocks at n = 4,000 and 100,000, very unequal blocks
 For each case and seed, on the same label runs, it prints the true k and:
 
 * ``sca``: k by the default rule (the noise floor of :mod:`sca.null`) and the
-  ARI of the default configuration with it;
+  ARI of the default configuration with it; beside it the k of the
+  alternatives on the same spectrum: the null's top eigenvalue alone as the
+  floor (``edge``), the largest gap among λ2..λk̂ (``gap``, the earlier
+  default) and the paper's Perron cluster;
 * ``EA``: average-linkage evidence accumulation on ``1 - S/r`` with Fred &
   Jain's lifetime k (the k whose range of cut heights is longest, k = 1
   included), and its ARI;
@@ -75,7 +78,12 @@ def score(kind: str, S, runs: int, truth, seed: int) -> dict:
     _, spec, found, _ = sca.run_stages(S, {"seed": seed})
     ari = lambda labels: float(adjusted_rand_score(truth, labels))  # noqa: E731
     row = {"kind": kind, "n": S.n, "k_true": k_true, "k": spec.k, "ari": ari(found.labels),
-           "seconds": time.perf_counter() - t}
+           "seconds": time.perf_counter() - t,
+           # the alternatives, read off the same spectrum: the null's top eigenvalue
+           # alone as the floor, the largest gap among λ2..λk̂, the Perron cluster
+           "k_edge": max(1, int(np.sum(spec.eigenvalues > spec.floor))),
+           "k_gap": sca.largest_gap_k(spec.eigenvalues) if spec.k_hat > 2 else 1,
+           "k_perron": sca.perron_cluster(spec.eigenvalues)}
     if S.n <= PEER_MAX_N:
         p = peers(S, runs, k_true, seed)
         row.update(ea_k=p["ea_k"], ea_ari=ari(p["ea_labels"]), hdb_k=p["hdb_k"],
@@ -114,10 +122,11 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
     args = parser.parse_args(argv)
-    cols = [("k_true", "true k"), ("k", "sca k"), ("ari", "sca ARI"), ("ea_k", "EA k"),
+    cols = [("k_true", "true k"), ("k", "sca k"), ("ari", "sca ARI"), ("k_edge", "edge k"),
+            ("k_gap", "gap k"), ("k_perron", "Perron k"), ("ea_k", "EA k"),
             ("ea_ari", "EA ARI"), ("hdb_k", "HDB k"), ("hdb_ari", "HDB ARI"),
             ("sc_ari", "SC ARI")]
-    print(f"{'case':<32} {'seed':>4} " + " ".join(f"{title:>8}" for _, title in cols))
+    print(f"{'case':<32} {'seed':>4} " + " ".join(f"{title:>8}" for _, title in cols), flush=True)
     rows = []
     for kind, name, seed, runs, truth in cases(args.quick):
         row = score(kind, sca.membership_operator(runs), runs.shape[1], truth, seed)
@@ -138,6 +147,12 @@ def main(argv=None) -> int:
           f" (with peers: {sum(r['k'] == r['k_true'] for r in with_peers)}/{len(with_peers)}), "
           f"EA lifetime k right in {sum(r['ea_k'] == r['k_true'] for r in with_peers)}/"
           f"{len(with_peers)}")
+    for key, title in (("k_edge", "edge-only floor"), ("k_gap", "largest gap"),
+                       ("k_perron", "Perron cluster")):
+        print(f"alternative k rules, {title}: k = 1 on no structure "
+              f"{sum(r[key] == 1 for r in none)}/{len(none)}; weak in {{true k, 1}} "
+              f"{sum(r[key] in (1, r['k_true']) for r in weak)}/{len(weak)}; planted right "
+              f"{sum(r[key] == r['k_true'] for r in planted)}/{len(planted)}")
     for name in ("iris", "leukemia"):
         data = [r for r in of(DATA_SETS) if r["n"] == (150 if name == "iris" else 38)]
         print(f"{name}: sca ARI median {np.median([r['ari'] for r in data]):.3f}, EA ARI median "

@@ -153,7 +153,7 @@ def leukemia(md: Markdown, seeds) -> dict:
        f"from {IPVS} random initial probability vectors on each consensus matrix "
        f"(`starts={IPVS}`; each start is an independent run, and `solutions` gives how many "
        "starts ended in each clustering). Configurations as for iris: **paper** = "
-       "`rule=\"perron\", split=\"gaps\"`; **default** = `rule=\"gap\", split=\"kmeans\"`. "
+       "`rule=\"perron\", split=\"gaps\"`; **default** = `rule=\"noise\", split=\"kmeans\"`. "
        "Patients are the paper's 1-based numbers; \"misclustered\" = not in the cluster matched "
        "to their class by the best one-to-one matching.")
     md()
