@@ -26,7 +26,9 @@ from .io import read_ids, read_matrix_file
 from .pipeline import (DEFAULTS, balance_dict, build_operator, check_ids, custom_result, prepare,
                        result_dict, run_stages, spectrum_dict)
 from .progress import StageProgress
-from .spectral import RULES
+from .spectral import RULES, check_spectrum_options
+
+SPECTRUM_OPTIONS = ("k", "k_hat", "min_k", "max_k", "rule")
 
 _ENSEMBLE = re.compile(r"^(kmeans|nmf):(\d+(?:,\d+)*)x(\d+)$")
 
@@ -137,6 +139,7 @@ def run(args) -> dict:
     with StageProgress() as bar:  # draws only when standard error is a terminal
         S, X = build_operator(seed=args.seed, timings=timings, progress=bar, **inputs)
         ids = check_ids(ids, S.n)
+        check_spectrum_options(S.n, **{k: options[k] for k in SPECTRUM_OPTIONS})  # before work
         if args.command == "custom":
             balanced, spec = prepare(S, options, timings, bar)
             out = custom_result(balanced.P, args.element, ids, spec.k, args.min_size,

@@ -6,7 +6,11 @@ still reads.  Every job is listed in the set ``refs:<h_input>`` when it is
 created; every artifact a job uses derives from its input, so the jobs that
 could share one of its artifacts are all in that set.  :func:`release`
 deletes a job's artifacts that no other live job (one that exists and is not
-cancelled) of the set also names.
+cancelled) of the set also names.  Release and submission take one lock per
+input (:func:`input_lock`, a Redis lock shared by every process), so a job
+being submitted is either listed before a release reads the set, or sees the
+artifacts already gone and writes them again; a job's record is created
+before it is listed.
 
 A stage that was running when its job was cancelled writes its artifact
 after the API released the job's; :func:`worker.stages.execute` calls
@@ -22,11 +26,6 @@ def _refs(store, record) -> str:
     return store.key(f"refs:{record['hashes']['input']}")
 
 
-def track(store, record) -> None:
-    """List a new job among the users of its input."""
-    store.sadd(_refs(store, record), record["id"], store.ttl)
-
-
 def _names(record) -> set[str]:
     keys = artifact_keys(record)
     names = {keys[k] for k in ("input", "op", "P", "balance", "spectrum", "result")}
@@ -34,8 +33,25 @@ def _names(record) -> set[str]:
     return names | {f"{keys['run']}{i}" for i in range(runs)}
 
 
+def track(store, record) -> None:
+    """List a new job among the users of its input (its record must exist first,
+    or a concurrent :func:`release` takes it for a dead job)."""
+    store.sadd(_refs(store, record), record["id"], store.ttl)
+
+
+def input_lock(store, record):
+    """The lock that makes :func:`track` plus the submitter's cache checks, and
+    :func:`release`, atomic with respect to each other for one input."""
+    return store.lock(f"refs:{record['hashes']['input']}")
+
+
 def release(store, record) -> list[str]:
     """Delete the artifacts of ``record`` that no other live job uses; returns their names."""
+    with input_lock(store, record):
+        return _release(store, record)
+
+
+def _release(store, record) -> list[str]:
     refs = _refs(store, record)
     store.srem(refs, record["id"])
     keep: set[str] = set()

@@ -7,7 +7,7 @@ artifacts shared by every job with the same input:
 
 ========================  ===============================================
 ``input:<h_input>``       the request's arrays (``.npz``)
-``run:<h_input>:<i>``     labels of ensemble run ``i`` (until collected)
+``run:<h_input>:<job>:<i>`` labels of the job's ensemble run ``i`` (until collected)
 ``op:<h_input>``          the similarity operator S built by the ensemble
 ``P:<h_balance>``         the balanced operator P = D S D
 ``balance:<h_balance>``   JSON ``{iterations, residual, n_components}``

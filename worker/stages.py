@@ -32,7 +32,9 @@ def artifact_keys(record) -> dict:
     return {"input": f"input:{h['input']}", "op": f"op:{h['input']}",
             "P": f"P:{h['balance']}", "balance": f"balance:{h['balance']}",
             "spectrum": f"spectrum:{h['spectrum']}", "result": f"result:{h['result']}",
-            "run": f"run:{h['input']}:"}
+            # Runs belong to the job that made them: an identical job racing it
+            # collects (and deletes) its own, never its twin's.
+            "run": f"run:{h['input']}:{record['id']}:"}
 
 
 def cache_hit(store: ArtifactStore, record: dict) -> dict | None:
@@ -109,8 +111,9 @@ def ensemble_collect(store: ArtifactStore, record: dict, total: int) -> None:
     """The chord's callback: the membership operator S = H H^T of all runs."""
     keys = artifact_keys(record)
     names = [f"{keys['run']}{i}" for i in range(total)]
-    labels = np.column_stack([store.load_arrays(name)["labels"] for name in names])
-    store.save_arrays(keys["op"], sca.operator_state(sca.membership_operator(labels)))
+    if not store.has(keys["op"]):  # an identical job may have collected the same ensemble
+        labels = np.column_stack([store.load_arrays(name)["labels"] for name in names])
+        store.save_arrays(keys["op"], sca.operator_state(sca.membership_operator(labels)))
     store.delete(*names)
 
 

@@ -19,8 +19,6 @@ from __future__ import annotations
 
 import io
 import json
-import threading
-import time
 from collections.abc import Iterable, Mapping
 
 import numpy as np
@@ -28,6 +26,8 @@ import numpy as np
 from .config import DEFAULTS, resolve
 
 _HEAD = b"SCACHUNKS:"
+#: Longest hold of a store lock (a holder that dies frees it after this).
+_LOCK_SECONDS = 30
 
 
 class ArtifactMissing(KeyError):
@@ -89,6 +89,11 @@ class ArtifactStore:
         raise NotImplementedError
 
     def smembers(self, key: str) -> set[str]:
+        raise NotImplementedError
+
+    def lock(self, name: str, timeout: float = 30):
+        """A mutual-exclusion lock over every process that shares this store
+        (a context manager), held at most ``timeout`` seconds."""
         raise NotImplementedError
 
     def ping(self) -> bool:
@@ -326,91 +331,15 @@ class RedisStore(ArtifactStore):
     def ping(self):
         return bool(self.client.ping())
 
+    def lock(self, name, timeout=_LOCK_SECONDS):
+        # redis-py's lock: SET NX PX to take it, a Lua script to give it back
+        return self.client.lock(self.key(f"lock:{name}"), timeout=timeout,
+                                blocking_timeout=timeout)
 
-class MemoryStore(ArtifactStore):
-    """An in-process store with the same behaviour (the embedded default, tests)."""
 
-    def __init__(self, **kwargs):
-        super().__init__(**kwargs)
-        self._data: dict[str, tuple[object, float]] = {}
-        self._lock = threading.RLock()
-
-    def _live(self, key):
-        item = self._data.get(key)
-        if item is None:
-            return None
-        if item[1] <= time.monotonic():
-            del self._data[key]
-            return None
-        return item[0]
-
-    def _put(self, key, value, ttl):
-        self._data[key] = (value, time.monotonic() + ttl)
-
-    def _set(self, key, value, ttl):
-        with self._lock:
-            self._put(key, bytes(value), ttl)
-
-    def _get(self, key):
-        with self._lock:
-            value = self._live(key)
-            return value if isinstance(value, bytes) else None
-
-    def _delete(self, keys):
-        with self._lock:
-            for key in keys:
-                self._data.pop(key, None)
-
-    def _expire(self, keys, ttl):
-        with self._lock:
-            for key in keys:
-                value = self._live(key)
-                if value is not None:
-                    self._put(key, value, ttl)
-
-    def _hcreate(self, key, mapping, ttl):
-        with self._lock:
-            self._put(key, {**(self._live(key) or {}), **mapping}, ttl)
-
-    def _hupdate(self, key, mapping, ttl, expect):
-        with self._lock:
-            current = self._live(key)
-            if current is None or expect and current.get("status") not in expect:
-                return False
-            self._put(key, {**current, **mapping}, ttl)
-            return True
-
-    def _hgetall(self, key):
-        with self._lock:
-            return dict(self._live(key) or {})
-
-    def _hincr(self, key, field, amount):
-        with self._lock:
-            record = self._live(key)
-            if record is None:
-                return None
-            value = json.loads(record.get(field, b"0")) + amount
-            record[field] = json.dumps(value).encode()
-            return value
-
-    def sadd(self, key, member, ttl):
-        with self._lock:
-            members = set(self._live(key) or ())
-            members.add(member)
-            self._put(key, members, ttl)
-
-    def srem(self, key, member):
-        with self._lock:
-            members = self._live(key)
-            if members:
-                members.discard(member)
-
-    def smembers(self, key):
-        with self._lock:
-            return set(self._live(key) or ())
-
-    def ping(self):
-        return True
+# The in-memory form lives in its own module; imported here (after the base
+# class exists) so both stores are reachable from this one.
+from .memory import MemoryStore  # noqa: E402
 
 
 def store_from_settings(settings: Mapping) -> ArtifactStore:

@@ -15,7 +15,7 @@ import sca
 from sca.pipeline import check_ids, resolve_element
 from sca.spectral import check_spectrum_options
 from worker import inputs as worker_inputs
-from worker.cleanup import release, track
+from worker.cleanup import input_lock, release, track
 from worker.jobs import (ACTIVE, SPECTRAL_OPTIONS, content_hashes, jsonable, namer, new_job_id,
                          new_record, normalise_options, now, progress, timings, with_ids)
 from worker.problems import problem_for
@@ -60,13 +60,17 @@ def submit(job: JobInput) -> dict:
                         owner=owner)
     keys = artifact_keys(record)
     reserve_job(b.store, job_id)
-    track(b.store, record)
-    if b.store.has(keys["input"]):
-        b.store.touch(keys["input"])
-    else:
-        b.store.save_arrays(keys["input"], job.arrays)
-    record.update(cache_hit(b.store, record) or {})
-    b.store.create_job(job_id, record)
+    b.store.create_job(job_id, record)  # the record first: a listed job always exists
+    with input_lock(b.store, record):
+        track(b.store, record)
+        if b.store.has(keys["input"]):
+            b.store.touch(keys["input"])
+        else:
+            b.store.save_arrays(keys["input"], job.arrays)
+        hit = cache_hit(b.store, record)
+    if hit:
+        b.store.update_job(job_id, hit)
+        record.update(hit)
     if ids is not None:
         b.store.save_json(f"ids:{job_id}", ids)
     if record["status"] == "queued":

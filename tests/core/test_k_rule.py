@@ -178,3 +178,12 @@ def test_a_coarser_level_is_kept_when_it_is_more_uncoupled(iris):
     assert result["k_candidates"] == [3, 5] and result["k"] == 3
     assert result["k_scores"]["3"] > result["k_scores"]["5"]
     assert adjusted_rand_score(species, result["labels"]) > 0.7
+
+
+def test_the_command_line_refuses_a_k_hat_its_rule_cannot_use(capsys):
+    from sca.cli import main
+
+    from tests.conftest import BASEBALL_CSV
+    assert main(["cluster", "--consensus", str(BASEBALL_CSV), "--rule", "gap",
+                 "--k-hat", "2"]) != 0
+    assert "options.k_hat" in capsys.readouterr().err

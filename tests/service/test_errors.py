@@ -69,7 +69,8 @@ INVALID = [
     ({"consensus": BASEBALL_S, "options": {"k": 7}}, "options.k"),             # k > n
     ({"consensus": BASEBALL_S, "options": {"k": 0}}, "options.k"),
     ({"consensus": BASEBALL_S, "options": {"k_hat": 9}}, "options.k_hat"),
-    ({"consensus": BASEBALL_S, "options": {"k": 3, "k_hat": 3}}, "options.k"),
+    # the gap rule reads λ_j - λ_{j+1} for j >= 2: k_hat = 2 is refused at submission
+    ({"consensus": BASEBALL_S, "options": {"rule": "gap", "k_hat": 2}}, "options.k_hat"),
     ({"consensus": BASEBALL_S, "options": {"split": "spectral"}}, "options.split"),
     ({"consensus": BASEBALL_S, "options": {"starts": "two"}}, "options.starts"),
     ({"consensus": BASEBALL_S, "options": {"colour": 1}}, "options.colour"),  # unknown option

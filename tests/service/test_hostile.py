@@ -13,7 +13,7 @@ from tests.conftest import BASEBALL_S, npy, wait_for
 from tests.service.conftest import problem
 
 CASES = [
-    ({"consensus": BASEBALL_S, "options": {"k_hat": 6}}, "options.k_hat"),       # k_hat = n
+    ({"consensus": BASEBALL_S, "options": {"k_hat": 7}}, "options.k_hat"),       # k_hat > n
     ({"consensus": BASEBALL_S, "options": {"k": True}}, "options.k"),            # bool for int
     ({"consensus": BASEBALL_S, "options": {"k": 2.0}}, "options.k"),             # float for int
     ({"consensus": BASEBALL_S, "options": {"k": 2 ** 70}}, "options.k"),         # huge

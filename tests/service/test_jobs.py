@@ -185,7 +185,7 @@ def test_papers_algorithm_and_k_range_are_options(client):
 @pytest.mark.parametrize("options, field", [
     ({"rule": "elbow"}, "options.rule"),
     ({"min_k": 0}, "options.min_k"),
-    ({"min_k": 6}, "options.min_k"),
+    ({"min_k": 7}, "options.min_k"),  # beyond n = 6
     ({"min_k": 3, "max_k": 2}, "options.max_k"),
     ({"reconsensus": "yes"}, "options.reconsensus"),
 ])
