@@ -16,6 +16,15 @@ fails with a problem.
 
 The broker's late redelivery of the lost message, when it comes, finds the
 job finished and does nothing.  A hung task is ended by the task time limit.
+
+A job can also be left with no task at all: after a Redis restart a chord's
+counter or a delivered message may be gone, and a job whose tasks never beat
+leaves no stale entry to claim.  So every active job has a last sign of life
+in the sorted set ``alive`` (set at submission, by every beat of its tasks and
+at each stage start).  A job silent for ``SCA_HEARTBEAT_TIMEOUT`` with none of
+its messages waiting in the queue and no task held is taken over the same
+way: within the timeout plus one interval it is resumed or, past
+``SCA_MAX_TAKEOVERS``, failed with a problem.
 """
 
 from __future__ import annotations
@@ -31,6 +40,9 @@ from .stages import fail
 log = logging.getLogger(__name__)
 
 HEARTBEATS = "heartbeats"
+ALIVE = "alive"
+#: The broker's list of waiting messages (``task_default_queue``).
+QUEUE = "sca"
 
 
 def _zset(store) -> str:
@@ -48,6 +60,14 @@ def _job_id(request) -> str | None:
     return job_id if isinstance(job_id, str) else None
 
 
+def alive(store, *job_ids: str) -> None:
+    """Record a sign of life of active jobs (nothing to do without Redis)."""
+    client = getattr(store, "client", None)
+    if client is not None and job_ids:
+        stamp = time.time()
+        client.zadd(store.key(ALIVE), {job_id: stamp for job_id in job_ids})
+
+
 def beat(store, requests, previous: set[str]) -> set[str]:
     """Beat for the tasks this worker holds; forget those it finished since last time."""
     members = {f"{job_id}|{request.id}" for request in requests
@@ -59,6 +79,8 @@ def beat(store, requests, previous: set[str]) -> set[str]:
             pipe.zadd(key, {member: stamp for member in members})
         if previous - members:
             pipe.zrem(key, *(previous - members))
+        if members:
+            pipe.zadd(store.key(ALIVE), {member.split("|", 1)[0]: stamp for member in members})
         pipe.execute()
     return members
 
@@ -72,33 +94,65 @@ def take_over_stale(store, send_start, timeout: float, max_takeovers: int) -> li
         if client.zrem(key, member) != 1:
             continue  # another watchdog claimed it
         job_id = member.split("|", 1)[0]
+        if _take_over(store, send_start, job_id, timeout, max_takeovers,
+                      f"task {member.split('|', 1)[1]} stopped beating"):
+            resumed.append(job_id)
+    return resumed
+
+
+def take_over_idle(store, send_start, timeout: float, max_takeovers: int) -> list[str]:
+    """Resume the active jobs with no sign of life, no waiting message and no task held."""
+    client, key = store.client, store.key(ALIVE)
+    silent = client.zrangebyscore(key, 0, time.time() - timeout)
+    if not silent:
+        return []
+    waiting = b"\n".join(client.lrange(QUEUE, 0, -1))
+    held = {raw.split(b"|", 1)[0] for raw in client.zrange(_zset(store), 0, -1)}
+    resumed = []
+    for raw in silent:
+        job_id = raw.decode() if isinstance(raw, bytes) else raw
+        if client.zrem(key, raw) != 1:
+            continue  # another watchdog claimed it
         record = store.get_job(job_id)
         if record is None or record["status"] not in ACTIVE:
+            continue  # finished: it leaves the set
+        if job_id.encode() in waiting or job_id.encode() in held:
+            alive(store, job_id)  # waiting its turn in the queue, or running
             continue
-        # One takeover per job and timeout, however many of its tasks died together.
-        if not client.set(store.key(f"takeover:{job_id}"), b"1", nx=True, ex=int(timeout)):
-            continue
-        count = store.incr_job(job_id, "takeovers")
-        if count is None:  # deleted meanwhile
-            continue
-        count = int(count)
-        if count > max_takeovers:
-            fail(store, job_id, problem(
-                "worker-lost", "Worker lost", 500,
-                f"the workers running this job stopped {count} times; it was given up "
-                f"(see the worker logs)", record.get("stage") or record["stages"][0]))
-            log.error("job %s: given up after %d takeovers", job_id, count)
-            continue
-        log.warning("job %s: task %s stopped beating; resuming the job (takeover %d)",
-                    job_id, member.split("|", 1)[1], count)
-        send_start(job_id)
-        resumed.append(job_id)
+        if _take_over(store, send_start, job_id, timeout, max_takeovers,
+                      "no task of it is queued or running"):
+            alive(store, job_id)
+            resumed.append(job_id)
     return resumed
+
+
+def _take_over(store, send_start, job_id: str, timeout: float, max_takeovers: int,
+               why: str) -> bool:
+    record = store.get_job(job_id)
+    if record is None or record["status"] not in ACTIVE:
+        return False
+    # One takeover per job and timeout, however many of its tasks died together.
+    if not store.client.set(store.key(f"takeover:{job_id}"), b"1", nx=True, ex=int(timeout)):
+        return False
+    count = store.incr_job(job_id, "takeovers")
+    if count is None:  # deleted meanwhile
+        return False
+    count = int(count)
+    if count > max_takeovers:
+        fail(store, job_id, problem(
+            "worker-lost", "Worker lost", 500,
+            f"the workers running this job stopped {count} times; it was given up "
+            f"(see the worker logs)", record.get("stage") or record["stages"][0]))
+        log.error("job %s: given up after %d takeovers", job_id, count)
+        return False
+    log.warning("job %s: %s; resuming the job (takeover %d)", job_id, why, count)
+    send_start(job_id)
+    return True
 
 
 class Watchdog(threading.Thread):
     """Every ``interval`` seconds: :func:`beat` for the worker's tasks, then
-    :func:`take_over_stale`, until stopped."""
+    :func:`take_over_stale` and :func:`take_over_idle`, until stopped."""
 
     def __init__(self, store, send_start, interval: float, timeout: float, max_takeovers: int):
         super().__init__(daemon=True, name="sca-watchdog")
@@ -132,6 +186,7 @@ class Watchdog(threading.Thread):
                 with self._lock:
                     self._mine = held | (self._mine - previous)
                 take_over_stale(self.store, self.send_start, self.timeout, self.max_takeovers)
+                take_over_idle(self.store, self.send_start, self.timeout, self.max_takeovers)
             except Exception as exc:  # Redis away: try again at the next round
                 log.warning("watchdog round failed: %s", type(exc).__name__)
 

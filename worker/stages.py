@@ -177,6 +177,9 @@ def execute(store: ArtifactStore, job_id: str, stage: str, *args) -> bool:
     if record is None or record["status"] not in ACTIVE:
         return False
     public_stage = "ensemble" if stage == "ensemble_collect" else stage
+    from .heartbeat import alive  # a stage starting is a sign of life
+
+    alive(store, job_id)
     if not store.update_job(job_id, {"status": "running", "stage": public_stage,
                                      "updated": now()}, expect=ACTIVE):
         return False

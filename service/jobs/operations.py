@@ -16,6 +16,7 @@ from sca.pipeline import check_ids, resolve_element
 from sca.spectral import check_spectrum_options
 from worker import inputs as worker_inputs
 from worker.cleanup import input_lock, release, track
+from worker.heartbeat import alive
 from worker.jobs import (ACTIVE, SPECTRAL_OPTIONS, content_hashes, jsonable, namer, new_job_id,
                          new_record, normalise_options, now, progress, timings, with_ids)
 from worker.problems import problem_for
@@ -74,6 +75,7 @@ def submit(job: JobInput) -> dict:
     if ids is not None:
         b.store.save_json(f"ids:{job_id}", ids)
     if record["status"] == "queued":
+        alive(b.store, job_id)
         task_id = b.queue.submit(job_id)
         b.store.update_job(job_id, {"task_id": task_id})
     return {"id": job_id, "status": record["status"], "links": links(job_id)}
