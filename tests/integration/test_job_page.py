@@ -92,6 +92,7 @@ def test_baseball_on_the_job_page(page):
         page.goto(url + job.accepted["links"]["view"])
         _expect_baseball_result(page)
         assert page.locator('img[data-plot="membership"]').count() == 0  # one start
+        _expect_firmness(page, job.result())
 
         expect(page.locator("#key-section")).to_be_hidden()  # no keys: none asked for
         _ask_for_roses_cluster(page)
@@ -105,6 +106,46 @@ def test_baseball_on_the_job_page(page):
         expect(page.locator("#status")).to_have_text("not found")
         expect(page.locator("#job-error")).to_contain_text("404")
         expect(page.locator("#result-section")).to_be_hidden()
+
+
+def _expect_firmness(page, result) -> None:
+    """The elements table: every element's firmness (the result's ``confidence``), least
+    firm first, re-sorted by a click on a heading; the legend in plain words."""
+    from playwright.sync_api import expect
+
+    expect(page.locator("#structure")).to_contain_text("stand above the noise floor")
+    expect(page.locator("#firmness-legend")).to_contain_text("how firmly an element")
+    rows = page.locator("#elements tbody tr")
+    expect(rows).to_have_count(result["n"])
+    firmness = dict(zip(BASEBALL_BODY["ids"], result["confidence"]))
+
+    def shown():
+        return [(row[0], float(row[2].rstrip(" %"))) for row in
+                (text.split("\t") for text in rows.all_inner_texts())]
+
+    least_first = shown()
+    assert [name for name, _ in least_first] == sorted(firmness, key=lambda i: firmness[i])
+    for name, value in least_first:
+        assert abs(value - 100 * firmness[name]) < 0.051, (name, value)
+    page.click('#elements button[data-key="firmness"]')
+    assert [name for name, _ in shown()] == [name for name, _ in least_first][::-1]
+    page.click('#elements button[data-key="id"]')
+    assert [name for name, _ in shown()] == BASEBALL_BODY["ids"]
+    cluster_firmness = page.locator("#clusters tbody td.num").all_inner_texts()
+    assert [float(t.rstrip(" %")) for t in cluster_firmness] == pytest.approx(
+        [100 * c for c in result["cluster_confidence"]], abs=0.051)
+
+
+def test_no_cluster_structure_is_said_in_words(page):
+    from playwright.sync_api import expect
+
+    with sca_serve() as url:
+        job = Client(url).submit(consensus=[[100.0] * 10] * 10)
+        page.goto(url + job.accepted["links"]["view"])
+        expect(page.locator("#status")).to_have_text("succeeded")
+        expect(page.locator("#k")).to_have_text("1")
+        expect(page.locator("#structure")).to_contain_text("No cluster structure")
+        expect(page.locator("#elements tbody tr")).to_have_count(10)
 
 
 KEY, OTHER_KEY = "page-key-0123456789abcdef", "other-key-fedcba9876543210"
