@@ -182,3 +182,9 @@ def test_sparse_index_beyond_int64_is_422(client):
     body = {"consensus": {"n": 2, "rows": [0, 2**70], "cols": [0, 1], "values": [1, 1]}}
     with bounded():
         problem(client.post("/v1/jobs", json=body), 422, "consensus.rows")
+
+
+@pytest.mark.parametrize("value", [1, 0, 1.0, "true"])
+def test_trace_must_be_a_json_boolean(client, value):
+    problem(client.post("/v1/jobs", json={"consensus": BASEBALL_S, "options": {"trace": value}}),
+            422, "options.trace")
