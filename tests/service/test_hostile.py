@@ -188,3 +188,11 @@ def test_sparse_index_beyond_int64_is_422(client):
 def test_trace_must_be_a_json_boolean(client, value):
     problem(client.post("/v1/jobs", json={"consensus": BASEBALL_S, "options": {"trace": value}}),
             422, "options.trace")
+
+
+def test_a_consensus_whose_sums_overflow_is_422(client):
+    huge = [[v * 1e306 for v in row] for row in BASEBALL_S]  # entries up to 1e308
+    body = problem(client.post("/v1/jobs", json={"consensus": huge}), 422, "consensus")
+    assert "constant" in body["detail"]
+    sparse = {"n": 2, "rows": [0, 1], "cols": [0, 1], "values": [1e308, 1e308]}
+    problem(client.post("/v1/jobs", json={"consensus": sparse}), 422, "consensus")
