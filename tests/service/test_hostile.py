@@ -196,3 +196,18 @@ def test_a_consensus_whose_sums_overflow_is_422(client):
     assert "constant" in body["detail"]
     sparse = {"n": 2, "rows": [0, 1], "cols": [0, 1], "values": [1e308, 1e308]}
     problem(client.post("/v1/jobs", json={"consensus": sparse}), 422, "consensus")
+
+
+SLASHED = ["a/b", "/lead", "trail/", "x//y", "../up", "Mays"]
+
+
+def test_ids_with_slashes_can_be_queried(client):
+    job_id = client.post("/v1/jobs", json={"consensus": BASEBALL_S, "ids": SLASHED}
+                         ).get_json()["id"]
+    assert wait_for(client.get, job_id)["status"] == "succeeded"
+    for element in SLASHED:
+        response = client.get(f"/v1/jobs/{job_id}/elements/{quote(element, safe='')}/similar")
+        assert response.status_code == 200, (element, response.get_json())
+        assert response.get_json()["element"] == element
+    unencoded = client.raw.get(f"/v1/jobs/{job_id}/elements/a/b/similar?limit=1")
+    assert unencoded.get_json()["element"] == "a/b"
