@@ -24,13 +24,13 @@ ALGORITHMS = ("kmeans", "nmf")
 NMF_MAX_ITER = 500
 
 
-def ensemble_plan(spec, seed: int = 0) -> list[dict]:
-    """Expand an ensemble spec into run descriptors ``{"algorithm", "k", "seed"}``."""
+def _items(spec) -> list[tuple[str, list[int], int]]:
+    """The spec's items as ``(algorithm, ks, runs)``, validated."""
     if isinstance(spec, dict):
         spec = [spec]
     if not isinstance(spec, (list, tuple)) or not spec:
         raise SCAError("ensemble must be a non-empty list of {algorithm, k, runs}", "ensemble")
-    runs = []
+    items = []
     for i, item in enumerate(spec):
         field = f"ensemble[{i}]"
         if not isinstance(item, dict):
@@ -52,8 +52,20 @@ def ensemble_plan(spec, seed: int = 0) -> list[dict]:
         if not isinstance(count, (int, np.integer)) or isinstance(count, bool) or count < 1:
             raise SCAError(f"{field}.runs must be a positive integer, got {count!r}",
                            f"{field}.runs")
-        for k in ks:
-            runs.extend({"algorithm": algorithm, "k": int(k)} for _ in range(int(count)))
+        items.append((algorithm, [int(k) for k in ks], int(count)))
+    return items
+
+
+def ensemble_size(spec) -> int:
+    """The number of runs ``spec`` asks for, counted without expanding it
+    (a spec of a few bytes can ask for billions)."""
+    return sum(len(ks) * count for _, ks, count in _items(spec))
+
+
+def ensemble_plan(spec, seed: int = 0) -> list[dict]:
+    """Expand an ensemble spec into run descriptors ``{"algorithm", "k", "seed"}``."""
+    runs = [{"algorithm": algorithm, "k": k}
+            for algorithm, ks, count in _items(spec) for k in ks for _ in range(count)]
     seeds = np.random.SeedSequence(int(seed)).generate_state(len(runs), dtype=np.uint32)
     for run, run_seed in zip(runs, seeds):
         run["seed"] = int(run_seed)

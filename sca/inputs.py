@@ -19,6 +19,9 @@ from .operators import DenseOperator, FactoredOperator, SparseOperator
 
 #: Relative tolerance for the symmetry check of a user's matrix.
 SYMMETRY_RTOL = 1e-8
+#: The largest sum of a consensus's entries: its total, and S + S^T when it is
+#: symmetrised, must stay finite in float64 for balancing and σ.
+MAX_CONSENSUS_SUM = np.finfo(float).max / 2
 _BLOCK_ENTRIES = 4_000_000
 #: Float labels must be integers that float64 holds exactly.
 _MAX_FLOAT_LABEL = 2.0**53
@@ -72,6 +75,12 @@ def check_consensus(S, field: str = "consensus"):
         raise SCAError(f"{field} has NaN or infinite entries", field)
     if values.size and values.min() < 0:
         raise SCAError(f"{field} has negative entries (min {values.min():g})", field)
+    with np.errstate(over="ignore"):  # nonnegative terms: no partial sum exceeds the total
+        total = float(values.sum())
+    if total > MAX_CONSENSUS_SUM:
+        raise SCAError(f"{field} is too large for float64: its entries sum to {total:g} (at "
+                       f"most {MAX_CONSENSUS_SUM:.3g}); divide it by a constant, which does "
+                       f"not change the clustering", field)
     scale = float(values.max()) if values.size else 0.0
     worst = _asymmetry(S)
     if worst > SYMMETRY_RTOL * max(scale, 1.0):

@@ -5,6 +5,7 @@ from __future__ import annotations
 from flask import Flask
 
 from . import auth, backend, config, errors, limits
+from .body import BodyLimit
 
 BLUEPRINTS = ("service.health", "service.jobs", "service.plots", "service.view")
 
@@ -20,6 +21,7 @@ def create_app(test_config=None) -> Flask:
         app.config.from_mapping(test_config)
     app.config["MAX_CONTENT_LENGTH"] = app.config["SCA_MAX_BODY_BYTES"]
     app.config["MAX_FORM_MEMORY_SIZE"] = app.config["SCA_MAX_BODY_BYTES"]
+    app.wsgi_app = BodyLimit(app.wsgi_app, app.config["SCA_MAX_BODY_BYTES"])
     app.json.sort_keys = False
     errors.init_app(app)
     auth.init_app(app)

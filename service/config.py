@@ -19,7 +19,9 @@ DEFAULTS = {
     # shared: the service passes them on to the Celery client and the store.
     **WORKER_DEFAULTS,
     "SCA_MAX_BODY_BYTES": 512 * MIB,
-    # Size limits (413 when exceeded).
+    # Size limits (413 when exceeded).  Array bytes are counted at 8 per entry
+    # from an uploaded file's headers, before it is decompressed or read.
+    "SCA_MAX_ARRAY_BYTES": 512 * MIB,
     "SCA_MAX_N": 1_000_000,
     "SCA_MAX_DENSE_N": 20_000,
     "SCA_MAX_M": 100_000,

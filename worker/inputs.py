@@ -28,8 +28,20 @@ from sca.inputs import check_consensus, check_labels, check_snn
 
 def sparse_arrays(n: int, rows, cols, values) -> dict[str, np.ndarray]:
     """The input arrays of a sparse consensus given as coordinates."""
-    return {"n": np.array(int(n)), "rows": np.asarray(rows, dtype=np.int64),
-            "cols": np.asarray(cols, dtype=np.int64), "values": np.asarray(values, dtype=float)}
+    return {"n": np.array(int(n)), "rows": _indices(rows, "rows", n),
+            "cols": _indices(cols, "cols", n), "values": np.asarray(values, dtype=float)}
+
+
+def _indices(values, name: str, n: int) -> np.ndarray:
+    try:
+        return np.asarray(values, dtype=np.int64)
+    except OverflowError:  # beyond int64, so beyond n
+        raise _out_of_range(name, n) from None
+
+
+def _out_of_range(name: str, n: int) -> sca.SCAError:
+    return sca.SCAError(f"{name} must hold indices in [0, n-1] = [0, {int(n) - 1}]",
+                        f"consensus.{name}")
 
 
 def sparse_consensus(arrays: Mapping[str, np.ndarray]) -> sp.csr_array:
@@ -39,8 +51,7 @@ def sparse_consensus(arrays: Mapping[str, np.ndarray]) -> sp.csr_array:
         raise sca.SCAError("rows, cols and values must be lists of equal length", "consensus")
     for name, index in (("rows", rows), ("cols", cols)):
         if index.size and (index.min() < 0 or index.max() >= n):
-            raise sca.SCAError(f"{name} must hold indices in [0, n-1] = [0, {n - 1}]",
-                               f"consensus.{name}")
+            raise _out_of_range(name, n)
     return sp.coo_array((values.astype(float), (rows, cols)), shape=(n, n)).tocsr()
 
 

@@ -38,8 +38,14 @@ def cluster_colours(k: int) -> list:
     return [colormaps["turbo"](v) for v in np.linspace(0.05, 0.95, k)]
 
 
+def literal(text) -> str:
+    """``text`` drawn as written: a ``$`` would otherwise start mathtext, and an
+    id such as ``$x^$`` is a mathtext error that fails the whole figure."""
+    return str(text).replace("$", r"\$")
+
+
 def _name(ids, i) -> str:
-    return str(ids[i]) if ids is not None else str(int(i))
+    return literal(ids[i]) if ids is not None else str(int(i))
 
 
 def spectrum(eigenvalues, k: int, gap, rule: str = "gap") -> Figure:
@@ -221,6 +227,7 @@ def custom(element, cluster, ranked, iterations, limit: int = 25) -> Figure:
     ranked = list(ranked)[:limit]
     members = {str(m) for m in cluster}
     names = [str(r["id"]) for r in ranked]
+    element, cluster = literal(element), [literal(m) for m in cluster]
     scores = [float(r["score"]) for r in ranked]
     inside = [name in members for name in names]
     fig = _figure(max(3.2, 1.4 + 0.28 * len(ranked)))
@@ -229,7 +236,7 @@ def custom(element, cluster, ranked, iterations, limit: int = 25) -> Figure:
     ax.barh(y, scores, color=["tab:blue" if i else "0.7" for i in inside], height=0.7)
     for yi, s in zip(y, scores):
         ax.text(min(s, 1.0) + 0.01, yi, f"{s:.3f}", va="center", fontsize=9)
-    ax.set_yticks(y, names, fontsize=10 if len(ranked) <= 20 else 9)
+    ax.set_yticks(y, [literal(name) for name in names], fontsize=10 if len(ranked) <= 20 else 9)
     ax.invert_yaxis()
     ax.set_xlim(0, 1.12)
     ax.set_xlabel(f"closeness to {element} (1 = same entry of x_t)", fontsize=11)

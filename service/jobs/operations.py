@@ -9,7 +9,6 @@ process, on the job's cached balanced operator: no stage is recomputed.
 from __future__ import annotations
 
 import numpy as np
-from flask import current_app
 
 import sca
 from sca.pipeline import check_ids, resolve_element
@@ -27,7 +26,7 @@ from ..auth import current_owner
 from ..backend import backend
 from ..errors import ProblemError, invalid
 from ..limits import reserve_job
-from .uploads import JobInput, too_large
+from .uploads import JobInput
 
 #: Options of the custom clustering passed to the core when given (else its defaults).
 CUSTOM_OPTIONS = ("min_size", "max_size", "max_iterations", "limit")
@@ -48,10 +47,8 @@ def submit(job: JobInput) -> dict:
     """
     b = backend()
     owner = current_owner()
+    # The runs were counted against SCA_MAX_RUNS before the plan was made (check_sizes).
     n, runs = worker_inputs.validate(job.kind, job.arrays, job.source)
-    limit = current_app.config["SCA_MAX_RUNS"]
-    if runs > limit:
-        too_large("ensemble", f"at most {limit} runs (got {runs})")
     ids = check_ids(job.ids, n)
     options = normalise_options(job.options)
     check_spectrum_options(n, **{k: options[k] for k in SPECTRAL_OPTIONS})

@@ -3,12 +3,25 @@
 from __future__ import annotations
 
 from flask import Blueprint, current_app, jsonify, request
+from werkzeug.routing import PathConverter
 
 from . import operations
 from .schemas import SimilarQuerySchema, custom_cluster_schema
 from .uploads import json_body, parse_job_request
 
 bp = Blueprint("jobs", __name__, url_prefix="/v1/jobs")
+
+
+class ElementConverter(PathConverter):
+    """An element id in a path: any text, slashes included (``A/Perth/16/2009``,
+    ``/data/s1``), sent percent-encoded or not."""
+
+    regex = ".+?"
+    part_isolating = False  # it spans path segments
+
+
+bp.record_once(lambda state: state.app.url_map.converters.setdefault("element",
+                                                                     ElementConverter))
 
 
 @bp.post("")
@@ -40,7 +53,7 @@ def custom_clusters(job_id: str):
     return jsonify(operations.custom_clusters(record, body))
 
 
-@bp.get("/<job_id>/elements/<element>/similar")
+@bp.get("/<job_id>/elements/<element:element>/similar", merge_slashes=False)
 def similar(job_id: str, element: str):
     record = operations.get_record(job_id)
     query = SimilarQuerySchema().load(request.args.to_dict())

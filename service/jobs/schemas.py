@@ -35,9 +35,19 @@ def _int(minimum=None, maximum=None, **kwargs):
                           **kwargs)
 
 
+class StrictBoolean(fields.Boolean):
+    """A JSON boolean: true or false only.  marshmallow's own compares with ``in``,
+    where ``1 == True``, so 1 and 1.0 would pass as true."""
+
+    def _deserialize(self, value, attr, data, **kwargs):
+        if not isinstance(value, bool):
+            raise self.make_error("invalid", input=value)
+        return value
+
+
 def _bool():
-    """A JSON boolean: true or false only (not "yes", 1 or "on")."""
-    return fields.Boolean(truthy={True}, falsy={False}, load_default=None, allow_none=True)
+    """An optional JSON boolean (not "yes", 1 or "on")."""
+    return StrictBoolean(load_default=None, allow_none=True)
 
 
 class EnsembleItemSchema(BaseSchema):

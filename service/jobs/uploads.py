@@ -9,7 +9,6 @@ JSON parts ``options``, ``ensemble``, ``snn`` and ``ids``.  Both end as a
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -17,9 +16,11 @@ import scipy.sparse as sp
 from flask import current_app, request
 from marshmallow import ValidationError
 
-from sca.io import read_matrix
+from sca.ensemble import ensemble_size
+from sca.io import Declared, read_matrix
 from worker.inputs import sparse_arrays
 
+from ..body import read_json
 from ..errors import ProblemError, invalid
 from .schemas import INPUTS, SparseConsensusSchema, job_request_schema
 
@@ -38,12 +39,13 @@ class JobInput:
 
 def json_body(send: str = "application/json") -> dict:
     """The JSON object of the request: 415 (naming what to ``send``) for another
-    media type, 400 for unreadable JSON, 422 for JSON that is not an object."""
+    media type, 400 for unreadable JSON, 422 for JSON that is not an object or
+    nests too deep (:func:`service.body.read_json`)."""
     mimetype = request.mimetype
     if not (mimetype == "application/json" or mimetype.endswith("+json")):
         raise ProblemError(415, "Unsupported Media Type", f"send {send}",
                            errors={"Content-Type": [f"unsupported: {mimetype or 'none'}"]})
-    body = request.get_json(silent=True)
+    body = read_json(request.get_data(cache=True), "body")
     if body is None:
         raise ProblemError(400, "Bad Request", "the body is not valid JSON",
                            errors={"body": ["not valid JSON"]})
@@ -68,7 +70,7 @@ def parse_job_request() -> JobInput:
         else:
             source["ensemble"] = loaded["ensemble"]
             source["ensemble_seed"] = loaded["options"].get("ensemble_seed") or 0
-    check_sizes(kind, arrays)
+    check_sizes(kind, arrays, source)
     return JobInput(kind, arrays, source, loaded.get("ids"), loaded["options"])
 
 
@@ -83,7 +85,7 @@ def _matrix(value, name: str, integer: bool = False) -> np.ndarray:
         raise invalid(name, f"{name} must be a non-empty list of rows (2-D), got {a.ndim}-D")
     if integer:
         return a
-    return a.astype(float)
+    return a.astype(float, copy=False)
 
 
 def _json_arrays(kind: str, value) -> dict:
@@ -111,15 +113,10 @@ def _multipart():
     body = {kind: "file"}
     for name in JSON_PARTS:
         text = form.get(name)
-        if text is None and name in files:
-            text = files[name].read().decode("utf-8", "replace")
-        if text is None:
-            continue
-        try:
-            body[name] = json.loads(text)
-        except ValueError:
-            raise ProblemError(400, "Bad Request", f"the part '{name}' is not valid JSON",
-                               errors={name: ["not valid JSON"]}) from None
+        if text is not None:
+            body[name] = read_json(text.encode("utf-8", "surrogatepass"), name)
+        elif name in files:
+            body[name] = read_json(files[name].read(), name)
     unknown = set(form) - {"input", *JSON_PARTS}
     if unknown:
         raise invalid(sorted(unknown)[0], "unknown form part")
@@ -133,14 +130,15 @@ def _multipart():
 def read_file(filename: str, raw: bytes, kind: str) -> tuple[dict, list | None]:
     """Arrays of an uploaded ``.npy``, ``.npz`` or ``.csv`` file, and a CSV header if any.
 
-    Reading is the core's (:func:`sca.io.read_matrix`, never with pickle).
+    Reading is the core's (:func:`sca.io.read_matrix`, never with pickle); the
+    size limits are checked on what the file declares before it is read.
     """
     suffix = "." + filename.rsplit(".", 1)[-1].lower() if "." in filename else ""
     if suffix not in FILE_TYPES:
         raise ProblemError(415, "Unsupported Media Type",
                            "the file must be .npy, .npz or .csv",
                            errors={"file": [f"unsupported file type {suffix or filename!r}"]})
-    matrix, header = read_matrix(raw, filename, "file")
+    matrix, header = read_matrix(raw, filename, "file", lambda declared: check_file(kind, declared))
     if sp.issparse(matrix):
         if kind != "consensus":
             raise invalid("file", "a sparse matrix is only accepted as a consensus")
@@ -154,27 +152,46 @@ def read_file(filename: str, raw: bytes, kind: str) -> tuple[dict, list | None]:
                               f"with shape {a.shape}")
     if kind == "labels":
         return {"labels": a}, None
-    return {"S" if kind == "consensus" else "X": a.astype(float)}, header
+    return {"S" if kind == "consensus" else "X": a.astype(float, copy=False)}, header
 
 
-def check_sizes(kind: str, arrays: dict) -> None:
-    """The configured size limits (413 naming the field); the number of ensemble
-    runs is checked on submission, where the ensemble's plan is made."""
-    config = current_app.config
-    name = kind
-    if kind == "consensus":
-        n = int(arrays["n"]) if "n" in arrays else arrays["S"].shape[0]
-        if "S" in arrays and n > config["SCA_MAX_DENSE_N"]:
-            too_large(name, f"a dense consensus may have at most {config['SCA_MAX_DENSE_N']} "
-                             f"rows (got {n}); send it sparse")
-    elif kind == "labels":
-        n, runs = arrays["labels"].shape
-        if runs > config["SCA_MAX_RUNS"]:
-            too_large(name, f"at most {config['SCA_MAX_RUNS']} runs (got {runs})")
+def check_file(kind: str, declared: Declared) -> None:
+    """The size limits on what an uploaded file declares, before it is read
+    (413 naming ``file``): its arrays' bytes, and the matrix's shape."""
+    limit = current_app.config["SCA_MAX_ARRAY_BYTES"]
+    if declared.nbytes > limit:
+        too_large("file", f"the file's arrays may take at most {limit} bytes at 8 per entry "
+                          f"(got {declared.entries} entries)")
+    if declared.shape is not None and len(declared.shape) == 2:
+        check_shape("file", kind, declared.shape, dense=not declared.sparse)
+
+
+def check_sizes(kind: str, arrays: dict, source: dict) -> None:
+    """The configured size limits on an input (413 naming the field), the
+    ensemble's runs counted before the ensemble is expanded."""
+    if "n" in arrays:  # a sparse consensus
+        check_shape(kind, kind, (int(arrays["n"]), int(arrays["n"])), dense=False)
     else:
-        n, m = arrays["X"].shape
-        if m > config["SCA_MAX_M"]:
-            too_large(name, f"at most {config['SCA_MAX_M']} features (got {m})")
+        matrix = next(arrays[key] for key in ("S", "labels", "X") if key in arrays)
+        check_shape(kind, kind, matrix.shape)
+    if source.get("ensemble") is not None:
+        runs, limit = ensemble_size(source["ensemble"]), current_app.config["SCA_MAX_RUNS"]
+        if runs > limit:
+            too_large("ensemble", f"at most {limit} runs (got {runs})")
+
+
+def check_shape(name: str, kind: str, shape: tuple[int, int], dense: bool = True) -> None:
+    """The limits on the elements (rows) and the features, runs or dense size
+    of a ``kind`` input of ``shape`` (413 naming ``name``)."""
+    config = current_app.config
+    n, m = shape
+    if kind == "consensus" and dense and n > config["SCA_MAX_DENSE_N"]:
+        too_large(name, f"a dense consensus may have at most {config['SCA_MAX_DENSE_N']} "
+                        f"rows (got {n}); send it sparse")
+    if kind == "labels" and m > config["SCA_MAX_RUNS"]:
+        too_large(name, f"at most {config['SCA_MAX_RUNS']} runs (got {m})")
+    if kind == "data" and m > config["SCA_MAX_M"]:
+        too_large(name, f"at most {config['SCA_MAX_M']} features (got {m})")
     if n > config["SCA_MAX_N"]:
         too_large(name, f"at most {config['SCA_MAX_N']} elements (got {n})")
 

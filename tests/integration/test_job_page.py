@@ -148,6 +148,30 @@ def test_no_cluster_structure_is_said_in_words(page):
         expect(page.locator("#elements tbody tr")).to_have_count(10)
 
 
+def test_ids_with_slashes_and_dollars_on_the_job_page(page):
+    """The page's queries send an id percent-encoded; one with ``/`` is still one element,
+    and one with ``$`` is drawn as written."""
+    from playwright.sync_api import expect
+
+    ids = ["Rose/Pete", "/Cobb", "Fisk//", "$Ott^$", "Ruth", "Mays"]
+    with serve(create_app({"TESTING": True, "REDIS_URL": None})) as url:
+        job = Client(url).submit(consensus=BASEBALL_BODY["consensus"], ids=ids)
+        page.goto(url + job.accepted["links"]["view"])
+        expect(page.locator("#status")).to_have_text("succeeded")
+        _images_loaded(page)
+        page.select_option("#query-kind", "similar")
+        for element in ids[:4]:
+            page.fill("#element", element)
+            page.click("#ask")
+            expect(page.locator("#answer-title")).to_have_text(f"Most similar to {element} (sca)")
+        page.select_option("#query-kind", "custom")
+        page.fill("#element", "/Cobb")
+        page.click("#ask")
+        expect(page.locator("#answer-title")).to_contain_text("Custom cluster of /Cobb")
+        page.wait_for_function("() => document.getElementById('answer-plot').naturalWidth"
+                               " === 800")
+
+
 KEY, OTHER_KEY = "page-key-0123456789abcdef", "other-key-fedcba9876543210"
 
 

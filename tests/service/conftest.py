@@ -5,6 +5,9 @@ finished jobs."""
 from __future__ import annotations
 
 import re
+import time
+import tracemalloc
+from contextlib import contextmanager
 
 import pytest
 import yaml
@@ -191,3 +194,19 @@ def problem(response, status: int, field: str | None = None) -> dict:
     if field is not None:
         assert field in body.get("errors", {}), body
     return body
+
+
+@contextmanager
+def bounded(seconds: float = 1.0, megabytes: float = 32):
+    """The block must finish within ``seconds`` and its allocations (Python objects
+    and numpy arrays, as tracemalloc sees them) peak below ``megabytes``."""
+    tracemalloc.start()
+    start = time.monotonic()
+    try:
+        yield
+    finally:
+        elapsed = time.monotonic() - start
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+    assert elapsed < seconds, f"took {elapsed:.2f} s"
+    assert peak < megabytes * 2**20, f"allocated {peak / 2**20:.0f} MB at the peak"

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import http.client
 import io
 import json
+import select
+import socket
 
 import numpy as np
 import pytest
@@ -11,7 +14,8 @@ from werkzeug.exceptions import default_exceptions
 
 from service import create_app
 from tests.conftest import BASEBALL_S, npy, wait_for
-from tests.service.conftest import problem
+from tests.service.conftest import bounded, problem
+from tests.service.serving import serve
 
 
 def test_unreadable_json_is_400(client):
@@ -52,6 +56,45 @@ def test_body_over_the_limit_is_413(make_client):
 ])
 def test_size_limits_are_413(make_client, config, body, field):
     problem(make_client(**config).post("/v1/jobs", json=body), 413, field)
+
+
+def test_ensemble_runs_are_counted_before_the_ensemble_is_expanded(client):
+    body = {"data": [[1.0], [2.0]], "ensemble": [{"algorithm": "kmeans", "k": [1, 2],
+                                                  "runs": 5_000_000}]}
+    with bounded(megabytes=4):
+        response = client.post("/v1/jobs", json=body)
+    assert problem(response, 413, "ensemble")["detail"] == "at most 1000 runs (got 10000000)"
+
+
+def _post_chunked(url: str, chunks: int, size: int = 1 << 16):
+    """POST ``chunks`` chunks of ``size`` bytes with Transfer-Encoding: chunked for as
+    long as the server has not answered; ``(bytes sent, status, problem document)``."""
+    host, port = url.rsplit("/", 1)[1].split(":")
+    piece = b"%x\r\n%s\r\n" % (size, b" " * size)
+    sent = 0
+    with socket.create_connection((host, int(port)), timeout=5) as connection:
+        connection.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 1 << 16)
+        connection.sendall(b"POST /v1/jobs HTTP/1.1\r\nHost: test\r\nContent-Type: "
+                           b"application/json\r\nTransfer-Encoding: chunked\r\n\r\n")
+        try:
+            while sent < chunks * size and not select.select([connection], [], [], 0)[0]:
+                connection.sendall(piece)
+                sent += size
+        except OSError:  # the server answered and closed
+            pass
+        response = http.client.HTTPResponse(connection)
+        response.begin()
+        return sent, response.status, json.loads(response.read())
+
+
+def test_a_chunked_body_is_refused_as_soon_as_it_passes_the_limit():
+    """The limit is the application's (the WSGI input it reads), whatever the server."""
+    limit = 1 << 20
+    app = create_app({"TESTING": True, "REDIS_URL": None, "SCA_MAX_BODY_BYTES": limit})
+    with serve(app) as url, bounded():
+        sent, status, body = _post_chunked(url, chunks=1024)  # 64 MiB offered
+    assert status == body["status"] == 413 and "body" in body["errors"]
+    assert sent < 16 * limit  # answered once past the limit, not after the whole body
 
 
 NAN_BODY = ('{"consensus": [[1, NaN], [NaN, 1]]}', "consensus")

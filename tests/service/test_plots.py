@@ -91,3 +91,18 @@ def test_job_links_name_the_page_and_plots(client, finished):
     links = client.get(finished).get_json()["links"]
     assert links["view"] == f"{finished}/view"
     assert links["plots"] == finished + "/plots/{name}.{format}"
+
+
+def test_ids_are_drawn_literally_not_as_math_text(client):
+    """``$x^$`` and ``$\\foo$`` are mathtext errors; as ids they are text like any other
+    (every plot that names elements: the trace's legend, the membership's and the
+    consensus's axes, the custom plot)."""
+    ids = ["$x^$", "$\\foo$", "a$b", "Ott", "Ruth", "Mays"]
+    job = "/v1/jobs/" + finished_job(client, {"consensus": BASEBALL_S, "ids": ids,
+                                              "options": {"starts": 4}})
+    for path in (f"{job}/plots/trace.png", f"{job}/plots/membership.png",
+                 f"{job}/plots/consensus.svg", f"{job}/plots/custom.svg?element=%24x%5E%24"):
+        response = client.get(path)
+        assert response.status_code == 200, (path, response.get_data(as_text=True)[:300])
+        if ".svg" in path:
+            assert all(i in response.get_data(as_text=True) for i in ids[:3]), path
