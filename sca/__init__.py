@@ -13,7 +13,7 @@ from .clustering import iterate
 from .custom import CustomResult, custom_cluster, neighbours
 from .diagnostics import clustering_errors, evaluate, matching, uncoupling_measure
 from .ensemble import ensemble_labels, ensemble_plan, ensemble_run
-from .errors import BalancingError, IterationError, SCAError
+from .errors import BalancingError, DeadlineExceeded, IterationError, SCAError
 from .inputs import consensus_operator, membership_matrix, membership_operator, snn_operator
 from .iteration import IterationResult, gap_split
 from .operators import (ConsensusOperator, DenseOperator, FactoredOperator, SparseOperator,
@@ -23,7 +23,8 @@ from .pipeline import (balance_dict, cluster, custom_result, iteration_dict, res
 from .spectral import SpectrumResult, largest_gap_k, perron_cluster, spectrum
 
 __all__ = [
-    "BalanceResult", "BalancingError", "ConsensusOperator", "CustomResult", "DenseOperator",
+    "BalanceResult", "BalancingError", "ConsensusOperator", "CustomResult", "DeadlineExceeded",
+    "DenseOperator",
     "FactoredOperator", "IterationError", "IterationResult", "SCAError", "SparseOperator",
     "SpectrumResult", "balance", "balance_dict", "cluster", "clustering_errors",
     "consensus_operator", "custom_cluster", "custom_result", "ensemble_labels",

@@ -95,7 +95,8 @@ class TooManyRequests(ServiceError):
 
 
 class ServiceUnavailable(ServiceError):
-    """503: the service's store or broker is unreachable; retry later."""
+    """503: the service's store or broker is unreachable, or (custom clusters) it
+    already runs its most long queries; retry later."""
 
 
 class ServerError(ServiceError):

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .errors import IterationError, SCAError
+from .errors import DeadlineExceeded, IterationError, SCAError
 from .inputs import check_data
 from .iteration import evolve
 from .operators import ConsensusOperator
@@ -44,7 +44,7 @@ def _check_element(element, n: int) -> int:
 
 def custom_cluster(P: ConsensusOperator, element: int, k: int, min_size: int = 1,
                    max_size: int | None = None, max_iterations: int = 1000,
-                   limit: int | None = None) -> CustomResult:
+                   limit: int | None = None, deadline: float | None = None) -> CustomResult:
     """The custom clustering algorithm (Fig. 5.2).
 
     Parameters
@@ -60,12 +60,18 @@ def custom_cluster(P: ConsensusOperator, element: int, k: int, min_size: int = 1
     max_iterations : int
     limit : int, optional
         Rank only the ``limit`` closest elements (the cluster is always whole).
+    deadline : float, optional
+        A :func:`time.monotonic` instant after which no further step is
+        taken: a caller's time budget (each step costs one product with P).
 
     Raises
     ------
     IterationError
         No step within ``max_iterations`` gave a cluster of admissible size;
         ``partial`` holds the last cluster seen.
+    DeadlineExceeded
+        The same, but ``deadline`` came first; ``iterations`` holds the steps
+        that fit.
     """
     n = P.n
     element = _check_element(element, n)
@@ -91,12 +97,17 @@ def custom_cluster(P: ConsensusOperator, element: int, k: int, min_size: int = 1
         seen["last"] = labels
         return min_size <= size <= max_size
 
-    runs, steps, _, Y = evolve(P, k, x0, 1, "gaps", 1, max_iterations, stop=within_bounds)
+    runs, steps, _, Y = evolve(P, k, x0, 1, "gaps", 1, max_iterations, stop=within_bounds,
+                               deadline=deadline)
     if runs[0] is None:
-        last = seen.get("last")
-        raise IterationError(
-            f"no cluster of element {element} with size in [{min_size}, {max_size}] within "
-            f"{max_iterations} iterations", partial=last, field="max_iterations")
+        missing = f"no cluster of element {element} with size in [{min_size}, {max_size}]"
+        if steps < max_iterations:
+            raise DeadlineExceeded(
+                f"{missing} in the {steps} of {max_iterations} iterations that fit in the "
+                f"time budget",
+                partial=seen.get("last"), iterations=steps, field="max_iterations")
+        raise IterationError(f"{missing} within {max_iterations} iterations",
+                             partial=seen.get("last"), field="max_iterations")
     labels = runs[0]
     x = Y[:, 0]
     distance = np.abs(x - x[element])

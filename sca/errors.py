@@ -38,3 +38,17 @@ class IterationError(SCAError):
     def __init__(self, message: str, partial=None, field: str = "options.max_iterations"):
         super().__init__(message, field)
         self.partial = partial
+
+
+class DeadlineExceeded(IterationError):
+    """The iteration reached its caller's deadline before an answer.
+
+    A time budget rather than an iteration cap ended it: ``partial`` holds
+    the last clustering seen and ``iterations`` the steps taken, so a caller
+    can say how much of the asked-for work fit.
+    """
+
+    def __init__(self, message: str, partial=None, iterations: int = 0,
+                 field: str = "options.max_iterations"):
+        super().__init__(message, partial, field)
+        self.iterations = iterations

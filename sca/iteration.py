@@ -32,6 +32,7 @@ when k is large.
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 from dataclasses import dataclass, field
 
@@ -171,14 +172,17 @@ def check_iteration_options(P, k, starts, stable, max_iterations, split):
 
 def evolve(P: ConsensusOperator, k: int, X0: np.ndarray, block: int, split: str,
            stable: int, max_iterations: int, seed: int = 0, trace: bool = False,
-           stop=None):
+           stop=None, deadline: float | None = None):
     """Iterate the starts in ``X0`` (``n x starts*block``) until each is stable.
 
     ``stop(labels, t)`` may end a start early (custom clustering); it returns
     True when ``labels`` at step ``t`` is an answer.  Returns
     ``(per-start labels or None, steps taken, trace, Y)``; a start that never
     settled within ``max_iterations`` gets ``None``.  ``Y`` holds each start's
-    deflated, normalised iterate at the step where it stopped.
+    deflated, normalised iterate at the step where it stopped.  The
+    evolution also stops at the first step that ends at or past ``deadline``
+    (a :func:`time.monotonic` instant): fewer than ``max_iterations`` steps
+    and unsettled starts tell the caller so.
     """
     n_starts = X0.shape[1] // block
     mean = X0.mean(axis=0)
@@ -210,7 +214,8 @@ def evolve(P: ConsensusOperator, k: int, X0: np.ndarray, block: int, split: str,
             if finished:
                 done[s] = labels
                 active.remove(s)
-        if not active or t >= max_iterations:
+        if not active or t >= max_iterations or (deadline is not None
+                                                 and time.monotonic() >= deadline):
             return done, t, (steps if trace else None), Y
         # x_t^T = x_{t-1}^T P on the deflated iterate, then renormalise.
         cols = np.concatenate([np.arange(s * block, (s + 1) * block) for s in active])

@@ -210,6 +210,16 @@ def start_service(mode: str, redis_url: str, api_processes: int) -> tuple[list, 
     return processes, port
 
 
+def stop_service(processes: list) -> None:
+    for process in processes:
+        process.terminate()
+    for process in processes:
+        try:
+            process.wait(20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+
+
 def report(stats: Stats, duration: float, mode: str, outcome: dict) -> None:
     print(f"\nmode: {mode}; {duration:.0f} s; {len(KEYS)} API keys")
     print(f"{'endpoint':32s} {'requests':>9s} {'req/s':>8s} {'p50 ms':>8s} {'p99 ms':>8s} "
@@ -292,13 +302,7 @@ def main(argv=None) -> int:
             failures += sum(stats.errors.values()) + outcome.get("stuck", 0)
         return 0 if not failures else 1
     finally:
-        for process in processes:
-            process.terminate()
-        for process in processes:
-            try:
-                process.wait(20)
-            except subprocess.TimeoutExpired:
-                process.kill()
+        stop_service(processes)
 
 
 if __name__ == "__main__":

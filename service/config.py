@@ -43,6 +43,10 @@ DEFAULTS = {
     "SCA_MAX_ACTIVE_JOBS": 20,
     # Balanced operators (and small job facts) kept in each API process for queries.
     "SCA_QUERY_CACHE_ITEMS": 32,
+    # Seconds a custom-cluster query may run (422 beyond), and the queries past
+    # their first 0.05 s that may run at once in each API process (503 beyond).
+    "SCA_QUERY_TIME_BUDGET": 10,
+    "SCA_MAX_LONG_QUERIES": 2,
 }
 
 def from_env(environ=None) -> dict:

@@ -23,6 +23,7 @@ TRANSIENT: tuple = (RedisConnectionError, RedisTimeoutError)
 _SCA_KINDS = {
     sca.BalancingError: ("balancing-not-converged", "Balancing did not converge"),
     sca.IterationError: ("iteration-not-converged", "No stable clustering"),
+    sca.DeadlineExceeded: ("time-budget-exceeded", "Over the time budget"),
 }
 
 

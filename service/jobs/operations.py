@@ -3,7 +3,8 @@
 Job records, content hashes and artifact names come from :mod:`worker.jobs`
 and :mod:`worker.stages` (the service imports the worker, never the
 reverse).  Queries (custom clusters, similar elements) run here, in the API
-process, on the job's cached balanced operator: no stage is recomputed.
+process, on the job's cached balanced operator: no stage is recomputed;
+custom clusters run within the time budget of :mod:`.budget`.
 """
 
 from __future__ import annotations
@@ -177,9 +178,11 @@ def custom_clusters(record: dict, request: dict) -> dict:
     ids = job_ids(record["id"])
     index = _element(request["element"], ids, record["n"])
     k = request.get("k") or stored(record, "spectrum")["k"]
-    found = sca.custom_cluster(balanced(record), index, k,
-                               **{option: request[option] for option in CUSTOM_OPTIONS
-                                  if request.get(option) is not None})
+    P = balanced(record)
+    options = {option: request[option] for option in CUSTOM_OPTIONS
+               if request.get(option) is not None}
+    found = current_app.extensions["sca_queries"].run(
+        lambda deadline: sca.custom_cluster(P, index, k, deadline=deadline, **options))
     name = namer(ids)
     return jsonable({"element": name(index), "cluster": [name(i) for i in found.cluster],
                      "ranked": [{"id": name(i), "score": s} for i, s in found.ranked],

@@ -5,11 +5,12 @@ from __future__ import annotations
 from flask import Blueprint, current_app, jsonify, request
 from werkzeug.routing import PathConverter
 
-from . import operations
+from . import budget, operations
 from .schemas import SimilarQuerySchema, custom_cluster_schema
 from .uploads import json_body, parse_job_request
 
 bp = Blueprint("jobs", __name__, url_prefix="/v1/jobs")
+bp.record_once(lambda state: budget.init_app(state.app))
 
 
 class ElementConverter(PathConverter):

@@ -1,6 +1,8 @@
 """Custom clustering (Sec. 5.3) and raw-data neighbours (the paper's table "Custom
 Cluster for leukemia Patient 2")."""
 
+import time
+
 import pytest
 
 import sca
@@ -47,6 +49,32 @@ def test_unreachable_size_is_a_clear_error(baseball):
     P = sca.balance(baseball).P
     with pytest.raises(sca.IterationError, match=r"size in \[5, 5\]"):
         sca.custom_cluster(P, 0, 2, min_size=5, max_size=5, max_iterations=50)
+
+
+def test_deadline_stops_the_iteration_with_the_partial_result(baseball):
+    """An unreachable size with a huge cap would iterate for seconds; the deadline
+    ends it at once, saying how many steps fit and what the last cluster was."""
+    P = sca.balance(baseball).P
+    start = time.monotonic()
+    with pytest.raises(sca.DeadlineExceeded, match=r"size in \[5, 5\] in the \d+ of "
+                                                   r"1000000 iterations") as info:
+        sca.custom_cluster(P, 0, 2, min_size=5, max_size=5, max_iterations=1_000_000,
+                           deadline=start + 0.2)
+    assert time.monotonic() - start < 0.5
+    error = info.value
+    assert isinstance(error, sca.IterationError) and error.field == "max_iterations"
+    assert 0 < error.iterations < 1_000_000 and error.partial.shape == (6,)
+    # An answer found before the deadline is unaffected by it.
+    found = sca.custom_cluster(P, 0, 2, min_size=2, max_size=3, deadline=start + 60)
+    assert found.cluster == [0, 1, 2]
+
+
+def test_cap_before_deadline_is_the_plain_iteration_error(baseball):
+    P = sca.balance(baseball).P
+    with pytest.raises(sca.IterationError) as info:
+        sca.custom_cluster(P, 0, 2, min_size=5, max_size=5, max_iterations=50,
+                           deadline=time.monotonic() + 60)
+    assert not isinstance(info.value, sca.DeadlineExceeded)
 
 
 @pytest.mark.parametrize("kwargs, field", [
