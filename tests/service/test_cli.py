@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 
 import pytest
 import requests
 
 from service import cli
-from tests.conftest import BASEBALL_BODY, BASEBALL_CSV, BASEBALL_TEAMS, http_get, wait_for
+from tests.conftest import BASEBALL_BODY, BASEBALL_CSV, BASEBALL_TEAMS, ROOT, http_get, wait_for
 from tests.service.serving import sca_serve
 
 
@@ -43,3 +46,25 @@ def test_sca_serve_embedded_default_end_to_end():
         custom = requests.post(f"{base}{location}/custom-clusters",
                                json={"element": "Fisk", "min_size": 2, "max_size": 3}, timeout=5)
         assert sorted(custom.json()["cluster"]) == BASEBALL_TEAMS[0]
+
+
+@pytest.mark.parametrize("env, named", [
+    ({"SCA_RATE_LIMIT": "1.5"}, "SCA_RATE_LIMIT must be a whole number"),
+    ({"SCA_ALLOW_ANONYMOUS": "sure"}, "SCA_ALLOW_ANONYMOUS must be true or false"),
+    ({"SCA_TASK_TIME_LIMIT": "5000"}, "SCA_VISIBILITY_TIMEOUT"),
+    ({"REDIS_URL": "redis://127.0.0.1:1/0"}, "no API keys"),
+])
+def test_serve_refuses_bad_settings_in_one_line(env, named):
+    done = subprocess.run([sys.executable, "-m", "service.cli", "serve", "--port", "1"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=60,
+                          env={**{k: v for k, v in os.environ.items()
+                                  if not k.startswith(("SCA_", "REDIS_URL"))}, **env})
+    assert done.returncode == 2
+    assert done.stderr.count("\n") == 1 and named in done.stderr, done.stderr
+
+
+def test_serve_reads_flags_as_words(tmp_path):
+    # Redis mode without keys, explicitly open: starts (SCA_ALLOW_ANONYMOUS=true is no error).
+    with sca_serve(env={"REDIS_URL": "redis://127.0.0.1:1/0", "SCA_ALLOW_ANONYMOUS": "true",
+                        "SCA_REDIS_TIMEOUT": "1"}) as base:
+        assert requests.get(f"{base}/healthz", timeout=5).status_code == 200
