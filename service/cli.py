@@ -108,7 +108,7 @@ def _serve_one(host: str, port: int, threads: int) -> int:
         signal.signal(name, lambda *_: stop.set())
     app = create_app()
     server = front.create_server(app, front.listen(host, port), app.config, threads)
-    front.run(server, alive=lambda: not stop.is_set())
+    front.serve_until(server, alive=lambda: not stop.is_set())
     return 0
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from service import create_app
+from service import cli, create_app
 from service.backend import CeleryQueue
 from service.config import from_env
 from worker.config import SettingError, parse
@@ -67,8 +67,8 @@ def test_compose_file_runs_the_documented_commands():
     compose = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
     services = compose["services"]
     assert set(services) == {"redis", "api", "worker"}
-    assert "service:create_app()" in services["api"]["command"]
-    assert services["api"]["command"][0] == "gunicorn"
+    assert services["api"]["command"][:2] == ["sca", "serve"]  # the front, as everywhere
+    assert cli.parser().parse_args(services["api"]["command"][1:]).workers == 2
     assert services["worker"]["command"][:4] == ["celery", "-A", "worker", "worker"]
     for name in services:
         assert "healthcheck" in services[name]
