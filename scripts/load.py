@@ -13,10 +13,21 @@ seconds, each on one keep-alive connection, mixing:
 
 A first phase sends the queries alone (the target: similar and custom-cluster
 queries on the cached n = 10^4 job), then the mix runs with submissions paced
-at ``--submit-rate`` per second.  For each phase it prints requests per
-second, p50 and p99 latency and errors per endpoint
-(429s are counted apart: they are the per-key limits at work), then waits
-for every submitted job to finish and reports any lost or stuck one.
+at ``--submit-rate`` per second.  A last, hostile phase (``--hostile-duration``
+seconds) sends the queries alone again beside
+
+* ``--slow`` connections trickling their headers in and as many trickling a
+  body (:mod:`slow_clients`; the header deadline drops the first kind, which
+  then connect again);
+* ``--long-clients`` threads asking, back to back, for custom clusters of
+  exactly 1,234 elements with up to 100,000 iterations on the n = 10^4 job;
+* ``GET /healthz`` polled on a new connection every 50 ms.
+
+For each phase it prints requests per second, p50 and p99 latency and errors
+per endpoint (429s are counted apart: they are the per-key limits at work;
+so, in the hostile phase, are queries refused as over the query time budget,
+503 or 422, which is that budget at work), then waits for every submitted job
+to finish and reports any lost or stuck one.
 
     python scripts/load.py --mode redis --duration 60
     python scripts/load.py --mode embedded --duration 60
@@ -40,6 +51,7 @@ import numpy as np
 
 from sca.planted import planted_runs, planted_truth
 from shared import ROOT, free_port
+from slow_clients import SlowClients, latencies
 
 KEYS = [f"load-key-{i}-{uuid.uuid4().hex[:8]}" for i in range(8)]
 
@@ -101,27 +113,52 @@ def wait(conn: Conn, job_id: str, timeout: float) -> str:
 
 
 class Stats:
-    def __init__(self):
+    """Latency, errors and throttled requests per endpoint; ``expected`` statuses of
+    the queries are counted apart as over the time budget (the hostile phase)."""
+
+    def __init__(self, expected: frozenset = frozenset()):
         self.lock = threading.Lock()
         self.latency = defaultdict(list)
         self.errors = defaultdict(int)
         self.throttled = defaultdict(int)
+        self.over_budget = defaultdict(int)
+        self.expected = expected
         self.examples: dict[str, str] = {}
 
     def add(self, name: str, seconds: float, status: int | None, body: bytes = b""):
         with self.lock:
             if status == 429:
                 self.throttled[name] += 1
+            elif status in self.expected and name in QUERIES:
+                self.over_budget[name] += 1
             elif status is None or status >= 500 or status not in OK[name]:
                 self.errors[name] += 1
                 self.examples.setdefault(name, f"{status} {body[:200]!r}")
             else:
                 self.latency[name].append(seconds)
 
+    def timed(self, name: str, call):
+        """``call()`` (a status and body), timed and counted under ``name``."""
+        start = time.perf_counter()
+        try:
+            status, body = call()
+        except Exception as exc:  # a connection error counts as an error
+            status, body = None, repr(exc).encode()
+        self.add(name, time.perf_counter() - start, status, body)
+        return status, body
+
 
 OK = {"POST /v1/jobs": {202}, "GET /v1/jobs/{id}": {200},
       "GET similar (n=10^4)": {200}, "POST custom-clusters (n=10^4)": {200},
-      "GET similar (small)": {200}, "POST custom-clusters (small)": {200}}
+      "GET similar (small)": {200}, "POST custom-clusters (small)": {200},
+      "POST custom-clusters 1234 (n=10^4)": {200}, "GET /healthz": {200}}
+#: Rows printed even when empty (the others only in the phase that sends them).
+OK_ALWAYS = list(OK)[:6]
+QUERIES = {name for name in OK if "similar" in name or "custom-clusters" in name}
+#: A query's answers when it exceeds the query time budget (SCA_QUERY_TIME_BUDGET).
+OVER_BUDGET = frozenset({503, 422})
+#: The long custom-cluster query of the hostile phase.
+LONG_QUERY = {"min_size": 1234, "max_size": 1234, "max_iterations": 100_000}
 
 
 class Pace:
@@ -165,14 +202,25 @@ def client(port, key, stop, stats, big, small, submitted, rng, submitter=None):
                 name = "POST custom-clusters (small)"
                 call = lambda: conn.request("POST", f"/v1/jobs/{job}/custom-clusters",  # noqa
                                             b'{"element": 3, "limit": 10}')
-        start = time.perf_counter()
-        try:
-            status, body = call()
-        except Exception as exc:  # a connection error counts as an error
-            status, body = None, repr(exc).encode()
-        stats.add(name, time.perf_counter() - start, status, body)
+        status, body = stats.timed(name, call)
         if name == "POST /v1/jobs" and status == 202:
             submitted.append((key, json.loads(body)["id"]))
+
+
+def long_client(port, key, stop, stats, big, rng):
+    """Custom clusters of exactly 1,234 elements, up to 100,000 iterations, back to back."""
+    conn = Conn(port, key)
+    while not stop.is_set():
+        body = json.dumps({"element": int(rng.integers(10_000)), **LONG_QUERY}).encode()
+        stats.timed("POST custom-clusters 1234 (n=10^4)",
+                    lambda: conn.request("POST", f"/v1/jobs/{big}/custom-clusters", body))
+
+
+def health_client(port, stop, stats):
+    """``GET /healthz`` on a new connection every 50 ms."""
+    while not stop.is_set():
+        for seconds in latencies(port, "/healthz", duration=0.5, interval=0.05):
+            stats.add("GET /healthz", seconds or 0.0, 200 if seconds is not None else None)
 
 
 def start_service(mode: str, redis_url: str, api_processes: int) -> tuple[list, int]:
@@ -222,21 +270,69 @@ def stop_service(processes: list) -> None:
 
 def report(stats: Stats, duration: float, mode: str, outcome: dict) -> None:
     print(f"\nmode: {mode}; {duration:.0f} s; {len(KEYS)} API keys")
-    print(f"{'endpoint':32s} {'requests':>9s} {'req/s':>8s} {'p50 ms':>8s} {'p99 ms':>8s} "
-          f"{'errors':>7s} {'429':>6s}")
+    print(f"{'endpoint':34s} {'requests':>9s} {'req/s':>8s} {'p50 ms':>8s} {'p99 ms':>8s} "
+          f"{'errors':>7s} {'429':>6s} {'budget':>7s}")
     total = 0
     for name in OK:
         lat = np.asarray(stats.latency.get(name, []), dtype=float) * 1000
         count = lat.size
+        refused = (stats.errors.get(name, 0), stats.throttled.get(name, 0),
+                   stats.over_budget.get(name, 0))
+        if not count and not any(refused) and name not in OK_ALWAYS:
+            continue
         total += count
         p50 = f"{np.percentile(lat, 50):.1f}" if count else "-"
         p99 = f"{np.percentile(lat, 99):.1f}" if count else "-"
-        print(f"{name:32s} {count:9d} {count / duration:8.1f} {p50:>8s} {p99:>8s} "
-              f"{stats.errors.get(name, 0):7d} {stats.throttled.get(name, 0):6d}")
-    print(f"{'all':32s} {total:9d} {total / duration:8.1f}")
+        print(f"{name:34s} {count:9d} {count / duration:8.1f} {p50:>8s} {p99:>8s} "
+              f"{refused[0]:7d} {refused[1]:6d} {refused[2]:7d}")
+    print(f"{'all':34s} {total:9d} {total / duration:8.1f}")
     print("jobs submitted: " + ", ".join(f"{k} {v}" for k, v in sorted(outcome.items())))
     for name, example in stats.examples.items():
         print(f"first error of {name}: {example}")
+
+
+def run_phase(args, port: int, phase: str, rate: float, duration: float, bigs: dict,
+              smalls: dict) -> int:
+    """One phase of ``duration`` seconds, reported; its errors and stuck jobs."""
+    hostile = phase == "hostile"
+    stats, stop, submitted = Stats(OVER_BUDGET if hostile else frozenset()), threading.Event(), []
+    pace = Pace(rate) if rate > 0 else None
+    threads = [threading.Thread(target=client, args=(
+        port, KEYS[i % len(KEYS)], stop, stats, bigs[KEYS[i % len(KEYS)]],
+        smalls[KEYS[i % len(KEYS)]], submitted, np.random.default_rng(i), pace))
+        for i in range(args.clients)]
+    slow = []
+    if hostile:
+        threads += [threading.Thread(target=long_client, args=(
+            port, KEYS[i % len(KEYS)], stop, stats, bigs[KEYS[i % len(KEYS)]],
+            np.random.default_rng(100 + i))) for i in range(args.long_clients)]
+        threads.append(threading.Thread(target=health_client, args=(port, stop, stats)))
+        auth = {"Authorization": f"Bearer {KEYS[0]}"}
+        slow = [SlowClients(port, kind, args.slow, headers=auth).start()
+                for kind in ("headers", "body")]
+    start = time.monotonic()
+    for thread in threads:
+        thread.start()
+    time.sleep(duration)
+    stop.set()
+    elapsed = time.monotonic() - start  # rates over the phase, not its stragglers
+    for thread in threads:
+        thread.join(120)
+    for clients in slow:
+        clients.stop()
+    outcome = defaultdict(int)
+    conns = {key: Conn(port, key) for key in KEYS}
+    for key, job in submitted:
+        outcome[wait(conns[key], job, 300)] += 1
+    report(stats, elapsed, f"{args.mode}, {phase}"
+           + (f" (submissions paced at {rate:g}/s)" if rate else ""), outcome)
+    if hostile:
+        print(f"slow clients: {args.slow} trickling headers ({slow[0].closed} dropped at the "
+              f"header deadline, then reconnected), {args.slow} trickling a body "
+              f"({slow[1].closed} dropped); {args.long_clients} clients of long custom-cluster "
+              f"queries ({json.dumps(LONG_QUERY)}); 'budget' = 503/422 over the query time "
+              f"budget, expected")
+    return sum(stats.errors.values()) + outcome.get("stuck", 0)
 
 
 def main(argv=None) -> int:
@@ -251,6 +347,12 @@ def main(argv=None) -> int:
     p.add_argument("--api-processes", type=int, default=2)
     p.add_argument("--redis-url", default=os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/14"))
     p.add_argument("--big-n", type=int, default=10_000)
+    p.add_argument("--hostile-duration", type=float, default=20,
+                   help="seconds of the hostile phase after the mix (0 = none)")
+    p.add_argument("--slow", type=int, default=64,
+                   help="slow connections of each kind (headers, body) in the hostile phase")
+    p.add_argument("--long-clients", type=int, default=2,
+                   help="clients of long custom-cluster queries in the hostile phase")
     args = p.parse_args(argv)
     processes, port = start_service(args.mode, args.redis_url, args.api_processes)
     try:
@@ -276,30 +378,10 @@ def main(argv=None) -> int:
                 conn.request("GET", f"/v1/jobs/{bigs[key]}/elements/0/similar")
         failures = 0
         for phase, rate, duration in (("queries only", 0.0, args.query_duration),
-                                      ("mix", args.submit_rate, args.duration)):
-            if duration <= 0:
-                continue
-            stats, stop, submitted = Stats(), threading.Event(), []
-            pace = Pace(rate) if rate > 0 else None
-            threads = [threading.Thread(target=client, args=(
-                port, KEYS[i % len(KEYS)], stop, stats, bigs[KEYS[i % len(KEYS)]],
-                smalls[KEYS[i % len(KEYS)]], submitted, np.random.default_rng(i), pace))
-                for i in range(args.clients)]
-            start = time.monotonic()
-            for thread in threads:
-                thread.start()
-            time.sleep(duration)
-            stop.set()
-            for thread in threads:
-                thread.join(120)
-            elapsed = time.monotonic() - start
-            outcome = defaultdict(int)
-            conns = {key: Conn(port, key) for key in KEYS}
-            for key, job in submitted:
-                outcome[wait(conns[key], job, 300)] += 1
-            report(stats, elapsed, f"{args.mode}, {phase}"
-                   + (f" (submissions paced at {rate:g}/s)" if rate else ""), outcome)
-            failures += sum(stats.errors.values()) + outcome.get("stuck", 0)
+                                      ("mix", args.submit_rate, args.duration),
+                                      ("hostile", 0.0, args.hostile_duration)):
+            if duration > 0:
+                failures += run_phase(args, port, phase, rate, duration, bigs, smalls)
         return 0 if not failures else 1
     finally:
         stop_service(processes)

@@ -88,7 +88,7 @@ def _authenticate():
     if not is_api_path():
         return None
     keys = _keys()
-    if not keys or _is_public():
+    if not keys or is_public_view():
         g.sca_owner = ANONYMOUS
         return None
     header = request.headers.get("Authorization", "")
@@ -108,7 +108,7 @@ def _keys() -> Keys:
     return current_app.extensions["sca_keys"]
 
 
-def _is_public() -> bool:
+def is_public_view() -> bool:
     from flask import current_app
 
     view = current_app.view_functions.get(request.endpoint) if request.endpoint else None

@@ -1,24 +1,29 @@
 """The ``sca`` command: the core's ``cluster`` and ``custom``, plus ``serve``.
 
-``sca serve`` runs the API under gunicorn (a production WSGI server) when it
-is installed, else under werkzeug's threaded server.  Without ``REDIS_URL``
-it is the embedded default: one process, jobs on a thread pool, the
-in-memory store.  With ``REDIS_URL`` the API only enqueues; start workers
-with ``celery -A worker worker``.
+``sca serve`` serves the API through :mod:`service.front` (waitress, which
+reads each request whole before a thread handles it, so slow clients cannot
+starve the service).  Without ``REDIS_URL`` it is the embedded default: one
+process, jobs on a thread pool, the in-memory store.  With ``REDIS_URL`` the
+API only enqueues (start workers with ``celery -A worker worker``) and runs
+``--workers`` processes under gunicorn's arbiter, each a waitress front with
+``--threads`` threads; without gunicorn installed, one such process.
+
+A setting of the wrong type, limits that contradict each other, or Redis
+without API keys stop start-up with one line naming the setting (exit 2).
 """
 
 from __future__ import annotations
 
 import argparse
-import logging
 import os
+import signal
 import sys
+import threading
 
 from sca.cli import add_commands, execute
+from worker.config import check_settings
 
-from .config import from_env
-
-log = logging.getLogger("sca.serve")
+from .config import from_env, worker_settings
 
 
 def parser() -> argparse.ArgumentParser:
@@ -34,14 +39,31 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+def start_up_problem(settings: dict) -> str | None:
+    """Why the API cannot start with ``settings`` (one line), or None."""
+    try:
+        check_settings(worker_settings(settings))
+    except ValueError as exc:
+        return str(exc)
+    keys = settings.get("SCA_API_KEYS") or settings.get("SCA_API_KEYS_FILE")
+    if settings.get("REDIS_URL") and not keys and not settings.get("SCA_ALLOW_ANONYMOUS"):
+        return ("REDIS_URL is set but no API keys are: set SCA_API_KEYS or SCA_API_KEYS_FILE "
+                "(or SCA_ALLOW_ANONYMOUS=true to run open)")
+    return None
+
+
 def serve(host: str, port: int, workers: int | None = None, threads: int = 8) -> int:
-    settings = from_env()  # what create_app will read
+    try:
+        settings = from_env()  # what create_app will read
+    except ValueError as exc:
+        return _refuse(str(exc))
+    problem = start_up_problem(settings)
+    if problem:
+        return _refuse(problem)
     embedded = not settings.get("REDIS_URL")
     if not (settings.get("SCA_API_KEYS") or settings.get("SCA_API_KEYS_FILE")):
         print("sca serve: no API keys (SCA_API_KEYS, SCA_API_KEYS_FILE): the API is open to "
-              "anyone who can reach it" + ("" if embedded else
-                                           "; refused with REDIS_URL unless "
-                                           "SCA_ALLOW_ANONYMOUS=1"), file=sys.stderr)
+              "anyone who can reach it", file=sys.stderr)
     if embedded:
         workers = 1
         print(f"sca serve: embedded default (no REDIS_URL): jobs run in this process, "
@@ -53,23 +75,18 @@ def serve(host: str, port: int, workers: int | None = None, threads: int = 8) ->
     try:
         from gunicorn.app.base import BaseApplication
     except ImportError:
-        BaseApplication = None
-    if BaseApplication is None:
-        from werkzeug.serving import run_simple
-
-        from . import create_app
-
-        run_simple(host, port, create_app(), threaded=True)
-        return 0
+        if workers > 1:
+            print("sca serve: one API process (install gunicorn, the `server` extra, "
+                  "for --workers)", file=sys.stderr)
+        return _serve_one(host, port, threads)
 
     class _App(BaseApplication):
         def load_config(self):
-            self.cfg.set("bind", f"{host}:{port}")
+            self.cfg.set("bind", f"[{host}]:{port}" if ":" in host else f"{host}:{port}")
             self.cfg.set("workers", workers)
             self.cfg.set("threads", threads)
-            self.cfg.set("worker_class", "gthread")
-            self.cfg.set("timeout", 120)
-            self.cfg.set("accesslog", "-")
+            self.cfg.set("worker_class", "service.front.FrontWorker")
+            self.cfg.set("timeout", 120)  # the front's loop checks in every second
             if "control_socket_disable" in self.cfg.settings:  # gunicorn >= 27
                 self.cfg.set("control_socket_disable", True)
 
@@ -80,6 +97,24 @@ def serve(host: str, port: int, workers: int | None = None, threads: int = 8) ->
 
     _App().run()
     return 0
+
+
+def _serve_one(host: str, port: int, threads: int) -> int:
+    """One process, no gunicorn: the front until SIGTERM or SIGINT."""
+    from . import create_app, front
+
+    stop = threading.Event()
+    for name in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(name, lambda *_: stop.set())
+    app = create_app()
+    server = front.create_server(app, front.listen(host, port), app.config, threads)
+    front.serve_until(server, alive=lambda: not stop.is_set())
+    return 0
+
+
+def _refuse(problem: str) -> int:
+    print(f"sca serve: {problem}", file=sys.stderr)
+    return 2
 
 
 def main(argv=None) -> int:

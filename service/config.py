@@ -34,10 +34,10 @@ DEFAULTS = {
     # Threads running jobs in the embedded default.
     "SCA_EMBEDDED_WORKERS": 2,
     # Access: API keys (comma-separated, and/or one per line in a file).  With
-    # REDIS_URL the API refuses to start without keys unless SCA_ALLOW_ANONYMOUS=1.
+    # REDIS_URL the API refuses to start without keys unless SCA_ALLOW_ANONYMOUS=true.
     "SCA_API_KEYS": None,
     "SCA_API_KEYS_FILE": None,
-    "SCA_ALLOW_ANONYMOUS": 0,
+    "SCA_ALLOW_ANONYMOUS": False,
     # Per key: requests per second, and jobs queued or running (429 beyond; 0 = off).
     "SCA_RATE_LIMIT": 100,
     "SCA_MAX_ACTIVE_JOBS": 20,
@@ -47,6 +47,15 @@ DEFAULTS = {
     # their first 0.05 s that may run at once in each API process (503 beyond).
     "SCA_QUERY_TIME_BUDGET": 10,
     "SCA_MAX_LONG_QUERIES": 2,
+    # The HTTP front of `sca serve` (service.front), which reads every request
+    # whole before a thread handles it: seconds to receive a request line and
+    # its headers, longest silence inside a body (or on an idle connection),
+    # connections held per API process, and bytes of request line + headers
+    # (414 or 431 beyond).
+    "SCA_HEADER_TIMEOUT": 10,
+    "SCA_BODY_TIMEOUT": 30,
+    "SCA_MAX_CONNECTIONS": 1000,
+    "SCA_MAX_HEADER_BYTES": 65536,
 }
 
 def from_env(environ=None) -> dict:

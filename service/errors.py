@@ -56,14 +56,22 @@ class ProblemError(Exception):
         self.extensions = extensions
 
 
-def problem_response(status: int, title: str, detail: str | None = None,
+def problem_document(status: int, title: str, detail: str | None = None,
                      type: str = "about:blank", errors: dict | None = None,
-                     headers=None, **extensions) -> Response:
+                     **extensions) -> dict:
+    """The members of a problem: ``{type, title, status, detail, errors?, ...}``."""
     body = {"type": type, "title": title, "status": status,
             "detail": detail if detail is not None else title}
     if errors:
         body["errors"] = errors
     body.update(extensions)
+    return body
+
+
+def problem_response(status: int, title: str, detail: str | None = None,
+                     type: str = "about:blank", errors: dict | None = None,
+                     headers=None, **extensions) -> Response:
+    body = problem_document(status, title, detail, type, errors, **extensions)
     response = Response(json.dumps(body), status=status, mimetype=PROBLEM_MEDIA_TYPE)
     for name, value in (headers or {}).items():
         response.headers[name] = value

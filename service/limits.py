@@ -6,6 +6,8 @@
   (a set of job ids per key, pruned of finished jobs when it looks full).
 
 ``0`` turns a limit off.  Without keys every caller shares one anonymous quota.
+Views marked :func:`service.auth.public` (the job page's static shell) are no
+API call: they count against no limit and so never need Redis.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from flask import current_app
 from worker.jobs import ACTIVE
 from worker.store import RedisStore
 
-from .auth import current_owner, is_api_path
+from .auth import current_owner, is_api_path, is_public_view
 from .errors import ProblemError
 
 
@@ -85,7 +87,7 @@ def _name(owner) -> str:
 
 def _rate_limit():
     limit = current_app.config["SCA_RATE_LIMIT"]
-    if limit <= 0 or not is_api_path():
+    if limit <= 0 or not is_api_path() or is_public_view():
         return None
     now = time.time()
     if _counters().hit(_name(current_owner()), int(now)) > limit:

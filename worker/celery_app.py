@@ -132,4 +132,7 @@ def _stop_watchdog(sender=None, **kwargs):
         watchdog.stop()
 
 
-app = create_celery(settings_from_env())
+try:
+    app = create_celery(settings_from_env())
+except ValueError as exc:  # a setting of the wrong type, or limits that contradict
+    raise SystemExit(f"sca worker: {exc}") from None

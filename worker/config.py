@@ -9,6 +9,7 @@ the same :func:`convert` and hands the worker's subset to
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Mapping
 
@@ -36,18 +37,44 @@ DEFAULTS = {
     "SCA_MAX_TAKEOVERS": 3,
 }
 
+#: Spellings of a flag's two values (any case).
+FLAGS = {"true": True, "yes": True, "on": True, "1": True,
+         "false": False, "no": False, "off": False, "0": False}
+_EXPECTED = {bool: "true or false (also yes/no, on/off, 1/0)", int: "a whole number",
+             float: "a finite number"}
+
+
+class SettingError(ValueError):
+    """A setting whose value is not of its type; the message names the variable."""
+
+
+def parse(name: str, value, default):
+    """``value`` (text from the environment, or already typed) as the type of ``default``:
+    a flag, a whole number, a number, or text when the default is text or None.
+
+    Raises :class:`SettingError` naming ``name`` and the type expected.
+    """
+    kind = type(default)
+    if kind not in _EXPECTED or isinstance(value, kind):
+        return value
+    text = str(value).strip()
+    try:
+        if kind is bool:
+            return FLAGS[text.lower()]
+        if kind is int and not isinstance(value, (bool, float)):
+            return int(text)
+        if kind is float and not isinstance(value, bool) and math.isfinite(float(text)):
+            return float(text)
+    except (KeyError, ValueError):
+        pass
+    raise SettingError(f"{name} must be {_EXPECTED[kind]}, not {text!r}")
 
 
 def convert(values: Mapping, defaults: Mapping = DEFAULTS) -> dict:
     """The names of ``defaults`` that ``values`` sets (not None or ""), each
-    converted to its default's type (numbers arrive as text from the environment)."""
-    out = {}
-    for name, default in defaults.items():
-        value = values.get(name)
-        if value is None or value == "":
-            continue
-        out[name] = int(value) if isinstance(default, int) else value
-    return out
+    converted to its default's type by :func:`parse` (the environment gives text)."""
+    return {name: parse(name, values[name], default) for name, default in defaults.items()
+            if values.get(name) not in (None, "")}
 
 
 def resolve(settings: Mapping) -> dict:

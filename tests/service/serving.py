@@ -54,22 +54,25 @@ def wait_until_up(url: str, process=None, timeout: float = 30) -> None:
 
 
 @contextmanager
-def sca_serve(env: dict | None = None, args=(), log: Path | None = None):
+def sca_serve(env: dict | None = None, args=(), log: Path | None = None, hide=()):
     """``sca serve`` on 127.0.0.1:<free port> with extra command-line ``args``; yields the URL.
 
     The environment is this process's without ``REDIS_URL`` and API keys (the
     embedded default, open), plus ``env``.  Its output (standard output and
     error) goes to the file ``log`` when given, else to a temporary file shown
-    if the server does not come up.
+    if the server does not come up.  The packages named in ``hide`` cannot be
+    imported by it (as if they were not installed).
     """
     port = free_port()
     environment = {k: v for k, v in os.environ.items()
                    if k != "REDIS_URL" and not k.startswith("SCA_API_KEY")}
     environment.update(PYTHONPATH=str(ROOT), **(env or {}))
     output = open(log, "w+b") if log is not None else tempfile.TemporaryFile()
+    main = (f"import sys; sys.modules.update(dict.fromkeys({list(hide)!r})); "
+            "from service.cli import main; sys.exit(main())")
     process = subprocess.Popen(
-        [sys.executable, "-m", "service.cli", "serve", "--host", "127.0.0.1", "--port",
-         str(port), *args], cwd=ROOT, env=environment, stdout=output, stderr=subprocess.STDOUT)
+        [sys.executable, "-c", main, "serve", "--host", "127.0.0.1", "--port", str(port),
+         *args], cwd=ROOT, env=environment, stdout=output, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     try:
         try:

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 
 import pytest
 import requests
 
 from service import cli
-from tests.conftest import BASEBALL_BODY, BASEBALL_CSV, BASEBALL_TEAMS, http_get, wait_for
+from service.config import from_env
+from tests.conftest import BASEBALL_BODY, BASEBALL_CSV, BASEBALL_TEAMS, ROOT, http_get, wait_for
 from tests.service.serving import sca_serve
 
 
@@ -43,3 +47,33 @@ def test_sca_serve_embedded_default_end_to_end():
         custom = requests.post(f"{base}{location}/custom-clusters",
                                json={"element": "Fisk", "min_size": 2, "max_size": 3}, timeout=5)
         assert sorted(custom.json()["cluster"]) == BASEBALL_TEAMS[0]
+
+
+def test_serve_refuses_a_bad_setting_in_one_line():
+    done = subprocess.run([sys.executable, "-m", "service.cli", "serve", "--port", "1"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "SCA_RATE_LIMIT": "1.5"})
+    assert done.returncode == 2
+    assert done.stderr == "sca serve: SCA_RATE_LIMIT must be a whole number, not '1.5'\n"
+
+
+@pytest.mark.parametrize("env, named", [
+    ({"SCA_ALLOW_ANONYMOUS": "sure"}, "SCA_ALLOW_ANONYMOUS must be true or false"),
+    ({"SCA_TASK_TIME_LIMIT": "5000"}, "SCA_VISIBILITY_TIMEOUT"),
+    ({"REDIS_URL": "redis://127.0.0.1:1/0"}, "no API keys"),
+    ({"REDIS_URL": "redis://127.0.0.1:1/0", "SCA_ALLOW_ANONYMOUS": "false"}, "no API keys"),
+])
+def test_serve_names_what_stops_it(monkeypatch, capsys, env, named):
+    for name in [*os.environ]:
+        if name.startswith("SCA_") or name == "REDIS_URL":
+            monkeypatch.delenv(name)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    assert cli.main(["serve", "--port", "1"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("sca serve: ") and named in err, err
+
+
+def test_a_flag_spelled_as_a_word_lets_redis_mode_run_open():
+    settings = from_env({"REDIS_URL": "redis://127.0.0.1:1/0", "SCA_ALLOW_ANONYMOUS": "true"})
+    assert settings["SCA_ALLOW_ANONYMOUS"] is True and cli.start_up_problem(settings) is None

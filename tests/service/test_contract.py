@@ -102,11 +102,9 @@ def test_every_documented_status(client, idle_client, make_client, spec):
                                  ("get", "/v1/jobs/x/plots/spectrum.png", {})):
         response = hit(down, method, path, 503, **kwargs)
         assert response.headers["Retry-After"]
-    # The page's shell touches no job: only the request-rate counter in Redis can be down.
+    # The page's shell touches no job and counts against no limit: Redis down, it still loads.
     dead_redis = RedisStore.from_url(f"redis://127.0.0.1:{free_port()}/0", timeout=0.5)
-    response = hit(make_client(SCA_STORE=dead_redis, SCA_QUEUE=_DeadQueue()), "get",
-                   "/v1/jobs/x/view", 503)
-    assert response.headers["Retry-After"]
+    hit(make_client(SCA_STORE=dead_redis, SCA_QUEUE=_DeadQueue()), "get", "/v1/jobs/x/view", 200)
 
     # 401 without a valid key, 429 over the per-key request rate.
     keyed = make_client(SCA_API_KEYS="key-1", SCA_RATE_LIMIT=1)
@@ -119,11 +117,8 @@ def test_every_documented_status(client, idle_client, make_client, spec):
         assert 429 in statuses, statuses
         template = next(p for p in spec["paths"] if _matches(p, path))
         seen.add((template, method, "429"))
-    # The page's shell needs no key; it counts against the anonymous request rate.
-    hit(keyed, "get", "/v1/jobs/x/view", 200)
-    statuses = [keyed.get("/v1/jobs/x/view").status_code for _ in range(4)]
-    assert 429 in statuses, statuses
-    seen.add(("/v1/jobs/{id}/view", "get", "429"))
+    # The page's shell needs no key and is no API call: no request-rate limit.
+    assert {keyed.get("/v1/jobs/x/view").status_code for _ in range(4)} == {200}
 
     documented = {(path, method, status) for path, item in spec["paths"].items()
                   for method, op in item.items() if method in ("get", "post", "delete")

@@ -7,8 +7,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from service import create_app
+from service import cli, create_app
 from service.backend import CeleryQueue
+from service.config import from_env
+from worker.config import SettingError, parse
 from worker.embedded import EmbeddedRunner
 from worker.store import MemoryStore, RedisStore
 
@@ -65,8 +67,8 @@ def test_compose_file_runs_the_documented_commands():
     compose = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
     services = compose["services"]
     assert set(services) == {"redis", "api", "worker"}
-    assert "service:create_app()" in services["api"]["command"]
-    assert services["api"]["command"][0] == "gunicorn"
+    assert services["api"]["command"][:2] == ["sca", "serve"]  # the front, as everywhere
+    assert cli.parser().parse_args(services["api"]["command"][1:]).workers == 2
     assert services["worker"]["command"][:4] == ["celery", "-A", "worker", "worker"]
     for name in services:
         assert "healthcheck" in services[name]
@@ -88,3 +90,30 @@ def test_celery_queue_sends_only_the_job_id():
 
     assert CeleryQueue(FakeCelery()).submit("job-1") == "task-1"
     assert calls == [("sca.start", {"job_id": "job-1"})]
+
+
+@pytest.mark.parametrize("text, value", [("true", True), ("Yes", True), ("1", True),
+                                         ("on", True), ("FALSE", False), ("no", False),
+                                         ("0", False), (" off ", False)])
+def test_flags_read_their_usual_spellings(text, value):
+    assert from_env({"SCA_ALLOW_ANONYMOUS": text}) == {"SCA_ALLOW_ANONYMOUS": value}
+
+
+@pytest.mark.parametrize("name, text, expected", [
+    ("SCA_RATE_LIMIT", "1.5", "a whole number"), ("SCA_JOB_TTL", "1d", "a whole number"),
+    ("SCA_ALLOW_ANONYMOUS", "maybe", "true or false"),
+    ("SCA_ALLOW_ANONYMOUS", "2", "true or false"),
+])
+def test_a_setting_of_the_wrong_type_is_named_with_its_type(name, text, expected):
+    with pytest.raises(SettingError) as error:
+        from_env({name: text})
+    assert name in str(error.value) and expected in str(error.value) and text in str(error.value)
+
+
+def test_numbers_keep_their_type_and_text_stays_text():
+    assert from_env({"SCA_RATE_LIMIT": " 7 ", "SCA_KEY_PREFIX": "x:", "SCA_API_KEYS": ""}) == {
+        "SCA_RATE_LIMIT": 7, "SCA_KEY_PREFIX": "x:"}
+    assert parse("X", "2.5", 1.0) == 2.5
+    for bad in ("nan", "inf", "two"):
+        with pytest.raises(SettingError, match="X must be a finite number"):
+            parse("X", bad, 1.0)

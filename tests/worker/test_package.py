@@ -38,3 +38,12 @@ def test_unknown_attributes_are_attribute_errors():
                    "try:\n    worker.nothing\nexcept AttributeError:\n    pass\n"
                    "else:\n    raise SystemExit('no AttributeError')\n")
     assert done.returncode == 0, done.stderr
+
+
+def test_a_worker_with_a_bad_setting_stops_with_one_line():
+    done = subprocess.run([sys.executable, "-m", "celery", "-A", "worker", "worker"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "SCA_HEARTBEAT_INTERVAL": "ten"})
+    assert done.returncode != 0
+    assert done.stderr.strip() == "sca worker: SCA_HEARTBEAT_INTERVAL must be a whole number, " \
+                                  "not 'ten'", done.stderr
