@@ -45,7 +45,7 @@ DEFAULTS = {
     "SCA_QUERY_CACHE_ITEMS": 32,
     # Seconds a custom-cluster query may run (422 beyond), and the queries past
     # their first 0.05 s that may run at once in each API process (503 beyond).
-    "SCA_QUERY_TIME_BUDGET": 10,
+    "SCA_QUERY_TIME_BUDGET": 10.0,
     "SCA_MAX_LONG_QUERIES": 2,
     # The HTTP front of `sca serve` (service.front), which reads every request
     # whole before a thread handles it: seconds to receive a request line and
