@@ -10,6 +10,7 @@ custom clusters run within the time budget of :mod:`.budget`.
 from __future__ import annotations
 
 import numpy as np
+from flask import current_app
 
 import sca
 from sca.pipeline import check_ids, resolve_element
