@@ -6,6 +6,8 @@
   (a set of job ids per key, pruned of finished jobs when it looks full).
 
 ``0`` turns a limit off.  Without keys every caller shares one anonymous quota.
+While Redis is full (it refuses the counter's write) requests are not
+counted: reads go on, and the routes that write answer 503 ``store-full``.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import time
 from flask import current_app
 
 from worker.jobs import ACTIVE
+from worker.problems import store_full
 from worker.store import RedisStore
 
 from .auth import current_owner, is_api_path
@@ -27,11 +30,17 @@ class RedisCounters:
         self.store, self.client = store, store.client
 
     def hit(self, owner: str, second: int) -> int:
+        """The requests of ``owner`` in ``second`` so far (0 when Redis is full)."""
         key = self.store.key(f"rate:{owner}:{second}")
-        with self.client.pipeline(transaction=False) as pipe:
-            pipe.incr(key)
-            pipe.expire(key, 2)
-            return int(pipe.execute()[0])
+        try:
+            with self.client.pipeline(transaction=False) as pipe:
+                pipe.incr(key)
+                pipe.expire(key, 2)
+                return int(pipe.execute()[0])
+        except Exception as exc:
+            if not store_full(exc):
+                raise
+            return 0
 
     def add(self, owner: str, job_id: str) -> int:
         key = self.store.key(f"active:{owner}")
