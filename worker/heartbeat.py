@@ -16,6 +16,10 @@ fails with a problem.
 
 The broker's late redelivery of the lost message, when it comes, finds the
 job finished and does nothing.  A hung task is ended by the task time limit.
+
+While Redis is full it refuses every worker's beats alike, so a watchdog whose
+beat was refused takes nothing over until a whole timeout after the last
+refusal: by then every live worker has beaten again.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ import threading
 import time
 
 from .jobs import ACTIVE
-from .problems import problem
+from .problems import problem, store_full
 from .stages import fail
 
 log = logging.getLogger(__name__)
@@ -107,6 +111,7 @@ class Watchdog(threading.Thread):
         self.stopped = threading.Event()
         self._lock = threading.Lock()
         self._mine: set[str] = set()
+        self._refused_until = 0.0  # no takeover before (monotonic), after a full Redis
 
     def received(self, request) -> None:
         """Beat at once for a task just received (it may be lost before the next round)."""
@@ -131,8 +136,12 @@ class Watchdog(threading.Thread):
                 held = beat(self.store, list(state.reserved_requests), previous)
                 with self._lock:
                     self._mine = held | (self._mine - previous)
-                take_over_stale(self.store, self.send_start, self.timeout, self.max_takeovers)
-            except Exception as exc:  # Redis away: try again at the next round
+                if time.monotonic() >= self._refused_until:
+                    take_over_stale(self.store, self.send_start, self.timeout,
+                                    self.max_takeovers)
+            except Exception as exc:  # Redis away or full: try again at the next round
+                if store_full(exc):
+                    self._refused_until = time.monotonic() + self.timeout
                 log.warning("watchdog round failed: %s", type(exc).__name__)
 
     def stop(self) -> None:
