@@ -162,9 +162,11 @@ def test_a_task_taken_off_the_queue_of_a_full_redis_is_not_lost(small_redis, tmp
         client.close()
 
 
-def test_readyz_names_an_evicting_policy(tmp_path):
+def test_readyz_and_the_worker_name_an_evicting_policy(tmp_path):
     server = _server(tmp_path, "allkeys-lru")
-    api = Api(server.url, f"sca-lru-{uuid.uuid4().hex[:6]}:")
+    prefix = f"sca-lru-{uuid.uuid4().hex[:6]}:"
+    api = Api(server.url, prefix)
+    worker = Worker(worker_env(server.url, prefix), tmp_path / "worker.log", "lru")
     try:
         response = api.get("/readyz")
         assert response.status_code == 503
@@ -173,6 +175,9 @@ def test_readyz_names_an_evicting_policy(tmp_path):
         assert "maxmemory-policy is allkeys-lru" in body["checks"]["redis"]
         assert "maxmemory-policy" in body["detail"] and body["checks"]["store"] == "ok"
         assert "warnings" not in body  # appendonly is on, memory nearly empty
+        log = (tmp_path / "worker.log").read_text()
+        assert "WARNING/MainProcess] Redis: maxmemory-policy is allkeys-lru" in log
     finally:
+        worker.stop()
         api.close()
         server.stop()
