@@ -37,17 +37,16 @@ class Filler:
         self.client, self.keys = client, []
 
     def fill(self) -> None:
-        """Write keys until Redis refuses even a tiny write; then lower maxmemory well
-        below the memory used, so that what is freed meanwhile (expiring rate
-        counters, the reply buffer of a worker's read) leaves no room by chance."""
-        for size in (200_000, 20_000, 1_000, 50):
-            while True:
-                key = f"filler:{len(self.keys)}"
-                try:
-                    self.client.set(key, b"x" * size)
-                except redis.exceptions.OutOfMemoryError:
-                    break
-                self.keys.append(key)
+        """Write 1 MB keys until Redis refuses one; then lower maxmemory well below
+        the memory used, so that Redis refuses every write, and what is freed
+        meanwhile (expiring rate counters, a worker's reply buffer) leaves no room."""
+        while True:
+            key = f"filler:{len(self.keys)}"
+            try:
+                self.client.set(key, b"x" * 2**20)
+            except redis.exceptions.OutOfMemoryError:
+                break
+            self.keys.append(key)
         self.client.config_set("maxmemory", self.client.info("memory")["used_memory"] * 3 // 4)
 
     def free(self) -> None:
@@ -86,15 +85,15 @@ def test_full_redis_gives_503_and_workers_wait_for_room(small_redis, tmp_path):
     try:
         finished = api.request("post", "/v1/jobs", json=BASEBALL_BODY).json()["id"]
         assert api.wait(finished)["status"] == "succeeded"
-        ensemble = leukemia_job(api, runs=16, seed=21)
-        _wait_for_ensemble(api, ensemble, 16)
+        ensemble = leukemia_job(api, runs=30, seed=21)  # running until Redis has room
+        _wait_for_ensemble(api, ensemble, 30)
         queued = [api.request("post", "/v1/jobs", json=dict(BASEBALL_BODY, options={"seed": s})
                               ).json()["id"] for s in (1, 2)]
         filler = Filler(client)
         filler.fill()
         assert_store_full(api.request("post", "/v1/jobs",
                                       json=dict(BASEBALL_BODY, options={"seed": 3})))
-        assert_store_full(api.request("delete", f"/v1/jobs/{queued[0]}"))  # cancelling writes
+        assert_store_full(api.request("delete", f"/v1/jobs/{ensemble}"))  # cancelling writes
         # Reads need no room: they go on, past the rate limiter that cannot count them.
         for path in (f"/v1/jobs/{finished}", f"/v1/jobs/{finished}/elements/Rose/similar",
                      f"/v1/jobs/{finished}/plots/consensus.png", f"/v1/jobs/{ensemble}"):
@@ -106,7 +105,7 @@ def test_full_redis_gives_503_and_workers_wait_for_room(small_redis, tmp_path):
         assert ready.status_code == 503 and "full" in ready.json()["checks"]["redis"]
         assert any("of maxmemory" in warning for warning in ready.json()["warnings"])
 
-        time.sleep(3)  # the workers meet the full Redis: they take tasks and wait for room
+        time.sleep(2)  # the workers meet the full Redis: they take tasks and wait for room
         assert _alive(workers)
         filler.free()
 
