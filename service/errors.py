@@ -11,7 +11,8 @@ exception into a problem document ``{type, title, status, detail, errors?}``:
 * :class:`sca.SCAError` (422, naming its field) and
   :class:`worker.store.ArtifactMissing` (410, an expired intermediate) -- the
   same problems a failed job reports (:func:`worker.problems.problem_for`);
-* Redis or broker unreachable -- 503;
+* Redis or broker unreachable -- 503; Redis full (a write refused at
+  ``maxmemory``) -- 503 ``store-full``, with ``Retry-After``;
 * anything else -- 500 with a generic detail; the traceback goes to the log.
 """
 
@@ -23,10 +24,11 @@ import logging
 from flask import Response
 from kombu.exceptions import OperationalError
 from marshmallow import ValidationError
+from redis.exceptions import OutOfMemoryError
 from werkzeug.exceptions import HTTPException
 
 import sca
-from worker.problems import PROBLEM_BASE, TRANSIENT, problem_for
+from worker.problems import FULL_RETRY_AFTER, PROBLEM_BASE, TRANSIENT, problem_for, store_full
 from worker.store import ArtifactMissing
 
 log = logging.getLogger(__name__)
@@ -127,7 +129,14 @@ def _handle_known(exc: Exception):
     return problem_response(**problem_for(exc))
 
 
+def _handle_full(exc: Exception):
+    log.warning("Redis is full: %s", exc)
+    return problem_response(**problem_for(exc), headers={"Retry-After": str(FULL_RETRY_AFTER)})
+
+
 def _handle_unavailable(exc: Exception):
+    if store_full(exc):  # kombu's error for a publish that Redis refused
+        return _handle_full(exc)
     log.warning("backend unavailable: %s", exc)
     return problem_response(503, "Service Unavailable",
                             "the job store or broker is unreachable; retry later",
@@ -148,4 +157,5 @@ def init_app(app) -> None:
         app.register_error_handler(cls, _handle_known)
     for cls in UNAVAILABLE:
         app.register_error_handler(cls, _handle_unavailable)
+    app.register_error_handler(OutOfMemoryError, _handle_full)
     app.register_error_handler(Exception, _handle_unexpected)

@@ -8,6 +8,8 @@
 ``0`` turns a limit off.  Without keys every caller shares one anonymous quota.
 Views marked :func:`service.auth.public` (the job page's static shell) are no
 API call: they count against no limit and so never need Redis.
+While Redis is full (it refuses the counter's write) requests are not
+counted: reads go on, and the routes that write answer 503 ``store-full``.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import time
 from flask import current_app
 
 from worker.jobs import ACTIVE
+from worker.problems import store_full
 from worker.store import RedisStore
 
 from .auth import current_owner, is_api_path, is_public_view
@@ -29,11 +32,17 @@ class RedisCounters:
         self.store, self.client = store, store.client
 
     def hit(self, owner: str, second: int) -> int:
+        """The requests of ``owner`` in ``second`` so far (0 when Redis is full)."""
         key = self.store.key(f"rate:{owner}:{second}")
-        with self.client.pipeline(transaction=False) as pipe:
-            pipe.incr(key)
-            pipe.expire(key, 2)
-            return int(pipe.execute()[0])
+        try:
+            with self.client.pipeline(transaction=False) as pipe:
+                pipe.incr(key)
+                pipe.expire(key, 2)
+                return int(pipe.execute()[0])
+        except Exception as exc:
+            if not store_full(exc):
+                raise
+            return 0
 
     def add(self, owner: str, job_id: str) -> int:
         key = self.store.key(f"active:{owner}")

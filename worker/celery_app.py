@@ -14,6 +14,7 @@ from urllib.parse import parse_qs, urlparse
 
 from celery import Celery, signals
 
+from .broker import TRANSPORT, RedisBackend
 from .config import resolve, settings_from_env
 from .store import ArtifactStore, store_from_settings
 
@@ -44,9 +45,19 @@ def celery_config(settings: Mapping) -> dict:
     transport = {"visibility_timeout": settings["SCA_VISIBILITY_TIMEOUT"],
                  "socket_timeout": timeout, "socket_connect_timeout": timeout}
     tls = ssl_options(url)
+    full_wait = settings["SCA_STORE_FULL_WAIT"]
     return {
         "broker_url": url,
+        # A transport and (create_celery: the app's backend_cls) a result backend
+        # that ride out a full Redis (see worker.broker).
+        "broker_transport": TRANSPORT,
         "result_backend": url,
+        # A refused write in the consumer restarts it rather than end the worker.
+        "broker_channel_error_retry": True,
+        "result_backend_always_retry": True,
+        "result_backend_max_retries": max(10, full_wait),
+        "result_backend_base_sleep_between_retries_ms": 100,
+        "result_backend_max_sleep_between_retries_ms": 2000,
         "task_serializer": "json",
         "result_serializer": "json",
         "accept_content": ["json"],
@@ -66,9 +77,11 @@ def celery_config(settings: Mapping) -> dict:
         "event_serializer": "json",
         "broker_connection_retry_on_startup": True,
         "broker_connection_max_retries": None,  # a worker waits for Redis to come back
-        # A finished stage publishes the next one; ride out a Redis restart meanwhile.
-        "task_publish_retry_policy": {"max_retries": 60, "interval_start": 0.5,
-                                      "interval_step": 0.5, "interval_max": 2},
+        # A finished stage publishes the next one; ride out a Redis restart, or
+        # a full Redis for about SCA_STORE_FULL_WAIT seconds, meanwhile.
+        "task_publish_retry_policy": {"max_retries": max(60, full_wait // 2),
+                                      "interval_start": 0.5, "interval_step": 0.5,
+                                      "interval_max": 2},
         "task_default_queue": "sca",
         "worker_hijack_root_logger": False,
     }
@@ -80,6 +93,7 @@ def create_celery(settings: Mapping) -> Celery:
     settings = resolve(settings)
     settings["REDIS_URL"] = settings["REDIS_URL"] or LOCAL_REDIS
     app = Celery("sca", include=["worker.tasks"])
+    app.backend_cls = RedisBackend  # on result_backend's URL
     app.config_from_object(celery_config(settings))
     app.sca_settings = settings
     app.sca_store = None
@@ -99,16 +113,33 @@ def _watchdog(sender):
     return getattr(getattr(sender, "app", None), "sca_watchdog", None)
 
 
+def _warn_about_redis(store) -> None:
+    """Say in the log, at start-up, what is wrong with Redis's settings."""
+    from .capacity import check_redis
+
+    log = logging.getLogger(__name__)
+    try:
+        report = check_redis(store)
+    except Exception as exc:  # Redis away: the consumer says so on its own
+        log.warning("could not read Redis's settings: %s", type(exc).__name__)
+        return
+    for text in report["problems"] + report["warnings"]:
+        log.warning("Redis: %s", text)
+
+
 @signals.worker_ready.connect
 def _start_watchdog(sender=None, **kwargs):
-    """Each worker's main process watches the heartbeats of every worker's tasks."""
+    """Each worker's main process checks Redis's settings, then watches the
+    heartbeats of every worker's tasks."""
     from .heartbeat import Watchdog
 
     celery = getattr(sender, "app", None)
     settings = getattr(celery, "sca_settings", None)
     if settings is None:
         return
-    watchdog = Watchdog(store_from_settings(settings),
+    store = store_from_settings(settings)
+    _warn_about_redis(store)
+    watchdog = Watchdog(store,
                         lambda job_id: celery.send_task("sca.start", kwargs={"job_id": job_id}),
                         settings["SCA_HEARTBEAT_INTERVAL"], settings["SCA_HEARTBEAT_TIMEOUT"],
                         settings["SCA_MAX_TAKEOVERS"])

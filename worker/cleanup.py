@@ -19,6 +19,7 @@ after the API released the job's; :func:`worker.stages.execute` calls
 
 from __future__ import annotations
 
+from .problems import store_full
 from .stages import artifact_keys
 
 
@@ -39,6 +40,15 @@ def track(store, record) -> None:
     store.sadd(_refs(store, record), record["id"], store.ttl)
 
 
+def forget(store, record) -> None:
+    """Undo a submission that Redis refused for lack of memory: unlist the job and
+    delete its record and ids (deleting needs no memory; taking a lock would).
+    Its input, shared by content, expires with its TTL."""
+    store.srem(_refs(store, record), record["id"])
+    store.delete(f"ids:{record['id']}")
+    store.delete_job(record["id"])
+
+
 def input_lock(store, record):
     """The lock that makes :func:`track` plus the submitter's cache checks, and
     :func:`release`, atomic with respect to each other for one input."""
@@ -46,8 +56,18 @@ def input_lock(store, record):
 
 
 def release(store, record) -> list[str]:
-    """Delete the artifacts of ``record`` that no other live job uses; returns their names."""
-    with input_lock(store, record):
+    """Delete the artifacts of ``record`` that no other live job uses; returns their names.
+
+    A full Redis refuses the lock (a write) but not the deletions, which make
+    room: they go ahead unlocked, as no submission can list itself meanwhile
+    (:func:`track` is a write too).
+    """
+    try:
+        with input_lock(store, record):
+            return _release(store, record)
+    except Exception as exc:
+        if not store_full(exc):
+            raise
         return _release(store, record)
 
 

@@ -35,6 +35,10 @@ DEFAULTS = {
     "SCA_HEARTBEAT_INTERVAL": 10,
     "SCA_HEARTBEAT_TIMEOUT": 60,
     "SCA_MAX_TAKEOVERS": 3,
+    # While Redis is full (used memory at maxmemory, policy noeviction) a task
+    # waits this many seconds for room, then fails its job with a problem
+    # saying so; publishing the next stage and storing results wait as long.
+    "SCA_STORE_FULL_WAIT": 300,
 }
 
 #: Spellings of a flag's two values (any case).

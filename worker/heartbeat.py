@@ -25,6 +25,10 @@ at each stage start).  A job silent for ``SCA_HEARTBEAT_TIMEOUT`` with none of
 its messages waiting in the queue and no task held is taken over the same
 way: within the timeout plus one interval it is resumed or, past
 ``SCA_MAX_TAKEOVERS``, failed with a problem.
+
+While Redis is full it refuses every worker's beats alike, so a watchdog whose
+beat was refused takes nothing over until a whole timeout after the last
+refusal: by then every live worker has beaten again.
 """
 
 from __future__ import annotations
@@ -34,7 +38,7 @@ import threading
 import time
 
 from .jobs import ACTIVE
-from .problems import problem
+from .problems import problem, store_full
 from .stages import fail
 
 log = logging.getLogger(__name__)
@@ -161,6 +165,7 @@ class Watchdog(threading.Thread):
         self.stopped = threading.Event()
         self._lock = threading.Lock()
         self._mine: set[str] = set()
+        self._refused_until = 0.0  # no takeover before (monotonic), after a full Redis
 
     def received(self, request) -> None:
         """Beat at once for a task just received (it may be lost before the next round)."""
@@ -185,9 +190,14 @@ class Watchdog(threading.Thread):
                 held = beat(self.store, list(state.reserved_requests), previous)
                 with self._lock:
                     self._mine = held | (self._mine - previous)
-                take_over_stale(self.store, self.send_start, self.timeout, self.max_takeovers)
-                take_over_idle(self.store, self.send_start, self.timeout, self.max_takeovers)
-            except Exception as exc:  # Redis away: try again at the next round
+                if time.monotonic() >= self._refused_until:
+                    take_over_stale(self.store, self.send_start, self.timeout,
+                                    self.max_takeovers)
+                    take_over_idle(self.store, self.send_start, self.timeout,
+                                   self.max_takeovers)
+            except Exception as exc:  # Redis away or full: try again at the next round
+                if store_full(exc):
+                    self._refused_until = time.monotonic() + self.timeout
                 log.warning("watchdog round failed: %s", type(exc).__name__)
 
     def stop(self) -> None:

@@ -20,7 +20,7 @@ import sca
 
 from . import inputs
 from .jobs import ACTIVE, ITERATION_OPTIONS, SPECTRAL_OPTIONS, jsonable, now
-from .problems import TRANSIENT, problem_for
+from .problems import TRANSIENT, problem_for, store_full
 from .store import ArtifactStore
 
 log = logging.getLogger(__name__)
@@ -63,9 +63,9 @@ def plan(store: ArtifactStore, job_id: str) -> dict | None:
         return None
     try:
         return _plan(store, record)
-    except TRANSIENT:
-        raise  # Redis away for a moment: the caller retries
     except Exception as exc:  # the job fails with a problem rather than stay queued
+        if isinstance(exc, TRANSIENT) or store_full(exc):
+            raise  # Redis away or full for a while: the caller tries again
         if not isinstance(exc, sca.SCAError):
             log.exception("job %s: planning failed", job_id)
         fail(store, job_id, problem_for(exc, record["stages"][0]))
@@ -171,6 +171,12 @@ def fail(store: ArtifactStore, job_id: str, problem: dict) -> bool:
                             expect=ACTIVE)
 
 
+def fail_full(store: ArtifactStore, job_id: str, exc: BaseException) -> bool:
+    """End an active job as failed because Redis stayed full (``exc`` says so)."""
+    record = store.get_job(job_id) or {}
+    return fail(store, job_id, problem_for(exc, record.get("stage")))
+
+
 def execute(store: ArtifactStore, job_id: str, stage: str, *args) -> bool:
     """Run one stage function of an active job; False when the job should go no further."""
     record = store.get_job(job_id)
@@ -186,15 +192,19 @@ def execute(store: ArtifactStore, job_id: str, stage: str, *args) -> bool:
     start = time.perf_counter()
     try:
         STAGE_FUNCTIONS[stage](store, record, *args)
-    except TRANSIENT:
-        raise  # Redis away for a moment: the task retries; the job is not failed
     except Exception as exc:  # every failure ends the job with a problem, not a traceback
+        if isinstance(exc, TRANSIENT) or store_full(exc):
+            raise  # Redis away or full for a while: the task tries again; the job goes on
         if not isinstance(exc, sca.SCAError):
             log.exception("job %s: stage %s failed", job_id, stage)
         fail(store, job_id, problem_for(exc, public_stage))
         return False
     finally:
-        store.incr_job(job_id, f"t:{public_stage}", time.perf_counter() - start)
+        try:
+            store.incr_job(job_id, f"t:{public_stage}", time.perf_counter() - start)
+        except Exception as exc:  # a timing is not worth waiting for room
+            if not store_full(exc):
+                raise
     current = store.get_job(job_id)
     if current is None or current["status"] == "cancelled":
         from .cleanup import release  # cancelled or deleted meanwhile: drop what it wrote

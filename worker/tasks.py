@@ -10,25 +10,47 @@ sends) looks at the cache and enqueues what is left as a chain
 (stages whose artifacts are cached are left out).  Only the chord's header
 (``sca.ensemble_run``) keeps its results; every other task ignores them.  A task that finds its job
 cancelled or failed raises ``Ignore``, which stops the rest of the chain.
+
+While Redis is full a task waits for room (:func:`worker.capacity.with_room`)
+and runs its stage again; after ``SCA_STORE_FULL_WAIT`` seconds its job fails
+with the ``store-full`` problem, as does the job of a task whose next stage
+could not be published for that long.
 """
 
 from __future__ import annotations
 
-from celery import chain, chord, group
+from celery import chain, chord, group, signals
 from celery.exceptions import Ignore
 
 from . import stages
+from .capacity import with_room
 from .celery_app import app, get_store
-from .problems import TRANSIENT
+from .problems import TRANSIENT, store_full
+
+
+def _with_room(task, job_id: str, action, what: str):
+    """``action()`` of a task, waiting while Redis is full; None once the job has
+    failed for it (see :func:`worker.capacity.with_room`)."""
+    store = get_store(task.app)
+
+    def give_up(exc):
+        stages.fail_full(store, job_id, exc)
+
+    return with_room(action, give_up, task.app.sca_settings["SCA_STORE_FULL_WAIT"],
+                     f"job {job_id}: {what}")
 
 
 def _run_stage(task, job_id: str, stage: str, *args) -> dict:
     store = get_store(task.app)
     task_id = task.request.id
-    if task_id:
-        store.add_task(job_id, task_id)
+
+    def run():
+        if task_id:
+            store.add_task(job_id, task_id)
+        return stages.execute(store, job_id, stage, *args)
+
     try:
-        ok = stages.execute(store, job_id, stage, *args)
+        ok = _with_room(task, job_id, run, stage)
     except TRANSIENT as exc:  # Redis restarting: run the stage again shortly
         raise task.retry(exc=exc, countdown=2, max_retries=60) from None
     finally:
@@ -88,13 +110,30 @@ def job_canvas(job_id: str, steps: dict):
 @app.task(name="sca.start", bind=True, ignore_result=True)
 def start(self, job_id: str) -> dict:
     """Plan a job against the cache and enqueue the stages it still needs."""
-    try:
+    def plan_and_enqueue():  # a fresh canvas (new task ids) each time Redis refuses it
         steps = stages.plan(get_store(self.app), job_id)
+        canvas = None if steps is None else job_canvas(job_id, steps)
+        if canvas is not None:
+            canvas.apply_async()
+        return steps
+
+    try:
+        steps = _with_room(self, job_id, plan_and_enqueue, "planning")
     except TRANSIENT as exc:
         raise self.retry(exc=exc, countdown=2, max_retries=60) from None
     if steps is None:
         raise Ignore()
-    canvas = job_canvas(job_id, steps)
-    if canvas is not None:
-        canvas.apply_async()
     return {"job_id": job_id, "stages": steps["stages"]}
+
+
+@signals.task_failure.connect
+def _fail_job_of_full_store(sender=None, exception=None, args=None, kwargs=None, **extra):
+    """A task that failed because Redis stayed full (publishing what comes next gave
+    up) fails its job with the store-full problem, once Redis takes that write."""
+    if not store_full(exception) or not getattr(sender, "name", "").startswith("sca."):
+        return
+    job_id = (kwargs or {}).get("job_id") or (args[0] if args else None)
+    if isinstance(job_id, str):
+        store = get_store(sender.app)
+        _with_room(sender, job_id, lambda: stages.fail_full(store, job_id, exception),
+                   sender.name)

@@ -1,10 +1,14 @@
-"""``/healthz`` (process up), ``/readyz`` (store and broker reachable), ``/openapi.yaml``."""
+"""``/healthz`` (process up), ``/readyz`` (store and broker reachable, Redis set up
+as the service needs), ``/openapi.yaml``."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from flask import Blueprint, Response, jsonify
+
+from worker.capacity import check_redis
+from worker.store import RedisStore
 
 from ..backend import backend
 from ..errors import ProblemError
@@ -20,6 +24,18 @@ def healthz():
     return jsonify({"status": "ok"})
 
 
+def _redis_check(store, checks: dict) -> tuple[list, list]:
+    """Problems and warnings of Redis's settings and memory (:func:`check_redis`);
+    sets ``checks["redis"]``."""
+    try:
+        report = check_redis(store)
+    except Exception as exc:  # INFO disabled, say: warn, the store itself answered
+        checks["redis"] = "unchecked"
+        return [], [f"Redis's settings could not be read ({type(exc).__name__})"]
+    checks["redis"] = "; ".join(report["problems"]) or "ok"
+    return report["problems"], report["warnings"]
+
+
 @bp.get("/readyz")
 def readyz():
     b = backend()
@@ -30,10 +46,16 @@ def readyz():
         except Exception as exc:  # any failure to reach it means not ready
             checks[name] = f"unreachable: {type(exc).__name__}"
     mode = "embedded" if b.embedded else "redis"
-    if all(value == "ok" for value in checks.values()):
-        return jsonify({"status": "ok", "mode": mode, "checks": checks})
-    raise ProblemError(503, "Service Unavailable", "a dependency is unreachable",
-                       checks=checks, mode=mode, headers={"Retry-After": "5"})
+    reachable = all(value == "ok" for value in checks.values())
+    problems, warnings = [], []
+    if reachable and isinstance(b.store, RedisStore):
+        problems, warnings = _redis_check(b.store, checks)
+    extra = {"warnings": warnings} if warnings else {}
+    if reachable and not problems:
+        return jsonify({"status": "ok", "mode": mode, "checks": checks, **extra})
+    detail = "; ".join(problems) if problems else "a dependency is unreachable"
+    raise ProblemError(503, "Service Unavailable", detail, checks=checks, mode=mode,
+                       headers={"Retry-After": "5"}, **extra)
 
 
 @bp.get("/openapi.yaml")

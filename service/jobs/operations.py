@@ -16,11 +16,11 @@ import sca
 from sca.pipeline import check_ids, resolve_element
 from sca.spectral import check_spectrum_options
 from worker import inputs as worker_inputs
-from worker.cleanup import input_lock, release, track
+from worker.cleanup import forget, input_lock, release, track
 from worker.heartbeat import alive
 from worker.jobs import (ACTIVE, SPECTRAL_OPTIONS, content_hashes, jsonable, namer, new_job_id,
                          new_record, normalise_options, now, progress, timings, with_ids)
-from worker.problems import problem_for
+from worker.problems import problem_for, store_full
 from worker.stages import artifact_keys, cache_hit, load_balanced
 from worker.store import ArtifactMissing
 
@@ -58,8 +58,20 @@ def submit(job: JobInput) -> dict:
     job_id = new_job_id()
     record = new_record(job_id, job.kind, n, job.source, options, hashes, runs_total=runs,
                         owner=owner)
-    keys = artifact_keys(record)
     reserve_job(b.store, job_id)
+    try:
+        _store_and_enqueue(b, record, job, ids)
+    except Exception as exc:
+        if store_full(exc):  # a 503: leave no half-made job behind
+            forget(b.store, record)
+        raise
+    return {"id": job_id, "status": record["status"], "links": links(job_id)}
+
+
+def _store_and_enqueue(b, record: dict, job: JobInput, ids) -> None:
+    """Create the job's record, store its input and enqueue it (or finish it from
+    the cache); ``record`` is updated to what was stored."""
+    job_id, keys = record["id"], artifact_keys(record)
     b.store.create_job(job_id, record)  # the record first: a listed job always exists
     with input_lock(b.store, record):
         track(b.store, record)
@@ -77,7 +89,6 @@ def submit(job: JobInput) -> dict:
         alive(b.store, job_id)
         task_id = b.queue.submit(job_id)
         b.store.update_job(job_id, {"task_id": task_id})
-    return {"id": job_id, "status": record["status"], "links": links(job_id)}
 
 
 def get_record(job_id: str) -> dict:

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import threading
 
+from worker.problems import store_full
+
 from ..backend import backend
 from ..errors import ProblemError, invalid
 from ..jobs import operations as jobs
@@ -66,5 +68,9 @@ def plot(job_id: str, name: str, fmt: str, query: dict) -> tuple[bytes, str]:
     except plots.PlotUnavailable as exc:
         raise ProblemError(404, "Not Found", str(exc), errors={"name": [str(exc)]}) from None
     if cache_key is not None:
-        store.save_bytes(cache_key, image)
+        try:
+            store.save_bytes(cache_key, image)
+        except Exception as exc:  # a full Redis costs the cache, not the plot
+            if not store_full(exc):
+                raise
     return image, plots.MEDIA_TYPES[fmt]

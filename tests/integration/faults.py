@@ -5,6 +5,7 @@ once), and the API over HTTP with API keys."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -18,7 +19,7 @@ import pytest
 import requests
 from werkzeug.serving import make_server
 
-from tests.conftest import ROOT, answers, free_port, stop_process, wait_for
+from tests.conftest import DATA, ROOT, answers, free_port, stop_process, wait_for
 
 KEY = "fault-test-key-3f9c2a"
 AUTH = {"Authorization": f"Bearer {KEY}"}
@@ -74,6 +75,13 @@ class Worker:
                 self.kill()
                 raise RuntimeError(f"worker did not start:\n{log.read_text()[-3000:]}")
             time.sleep(0.1)
+
+    def signal(self, signum: int) -> None:
+        """Send ``signum`` to the main process and its pool (SIGSTOP pauses, SIGCONT resumes)."""
+        try:
+            os.killpg(self.process.pid, signum)
+        except ProcessLookupError:
+            pass
 
     def kill(self) -> None:
         """SIGKILL the main process and its pool children together."""
@@ -131,3 +139,13 @@ class Api:
     def close(self) -> None:
         self.server.shutdown()
         self.thread.join(10)
+
+
+def leukemia_job(api: Api, runs: int, seed: int) -> str:
+    """Submit an ensemble of ``runs`` NMF clusterings of the leukemia data; the job's id."""
+    files = {"file": ("X.csv", (DATA / "leukemia" / "X.csv").read_bytes(), "text/csv")}
+    form = {"input": "data", "ensemble": json.dumps([{"algorithm": "nmf", "k": 6, "runs": runs}]),
+            "options": json.dumps({"ensemble_seed": seed})}
+    response = api.request("post", "/v1/jobs", files=files, data=form, timeout=60)
+    assert response.status_code == 202, response.text
+    return response.json()["id"]

@@ -12,16 +12,7 @@ import redis
 import requests
 
 from tests.conftest import BASEBALL_BODY, BASEBALL_TEAMS, DATA, http_get, wait_for
-from tests.integration.faults import Api, RedisProcess, Worker, worker_env
-
-
-def leukemia_job(api, runs: int, seed: int) -> str:
-    files = {"file": ("X.csv", (DATA / "leukemia" / "X.csv").read_bytes(), "text/csv")}
-    form = {"input": "data", "ensemble": json.dumps([{"algorithm": "nmf", "k": 6, "runs": runs}]),
-            "options": json.dumps({"ensemble_seed": seed})}
-    response = api.request("post", "/v1/jobs", files=files, data=form, timeout=60)
-    assert response.status_code == 202, response.text
-    return response.json()["id"]
+from tests.integration.faults import Api, RedisProcess, Worker, leukemia_job, worker_env
 
 
 @pytest.fixture

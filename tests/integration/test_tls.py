@@ -117,7 +117,7 @@ def test_rediss_broker_backend_and_store_with_a_verified_ca(tls_redis, tmp_path)
     try:
         ready = api.request("get", "/readyz")
         assert ready.status_code == 200, ready.text
-        assert ready.json()["checks"] == {"store": "ok", "broker": "ok"}
+        assert ready.json()["checks"] == {"store": "ok", "broker": "ok", "redis": "ok"}
         response = api.request("post", "/v1/jobs", json=BASEBALL_BODY)
         assert response.status_code == 202, response.text
         job = api.wait(response.json()["id"], timeout=60)
