@@ -157,7 +157,6 @@ def iteration(store: ArtifactStore, record: dict) -> None:
     spec, found = sca.iteration_dict(P, spec, {k: o[k] for k in ITERATION_OPTIONS})
     result = sca.result_dict(P.unscaled(), P, store.load_json(keys["balance"]), spec, found)
     store.save_json(keys["result"], jsonable(result))
-    store.update_job(record["id"], {"status": "succeeded", "updated": now()}, expect=ACTIVE)
 
 
 STAGE_FUNCTIONS = {"ensemble": ensemble_run, "ensemble_collect": ensemble_collect,
@@ -205,6 +204,8 @@ def execute(store: ArtifactStore, job_id: str, stage: str, *args) -> bool:
         except Exception as exc:  # a timing is not worth waiting for room
             if not store_full(exc):
                 raise
+    if stage == "iteration":  # succeeded only once its timing is recorded: a poll sees both
+        store.update_job(job_id, {"status": "succeeded", "updated": now()}, expect=ACTIVE)
     current = store.get_job(job_id)
     if current is None or current["status"] == "cancelled":
         from .cleanup import release  # cancelled or deleted meanwhile: drop what it wrote
