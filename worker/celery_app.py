@@ -16,6 +16,7 @@ from celery import Celery, signals
 
 from .broker import TRANSPORT, RedisBackend
 from .config import resolve, settings_from_env
+from .jobs import QUEUE
 from .store import ArtifactStore, store_from_settings
 
 LOCAL_REDIS = "redis://127.0.0.1:6379/0"
@@ -82,7 +83,7 @@ def celery_config(settings: Mapping) -> dict:
         "task_publish_retry_policy": {"max_retries": max(60, full_wait // 2),
                                       "interval_start": 0.5, "interval_step": 0.5,
                                       "interval_max": 2},
-        "task_default_queue": "sca",
+        "task_default_queue": QUEUE,
         "worker_hijack_root_logger": False,
     }
 

@@ -37,16 +37,13 @@ import logging
 import threading
 import time
 
-from .jobs import ACTIVE
+from .jobs import ACTIVE, ALIVE, QUEUE, alive
 from .problems import problem, store_full
 from .stages import fail
 
 log = logging.getLogger(__name__)
 
 HEARTBEATS = "heartbeats"
-ALIVE = "alive"
-#: The broker's list of waiting messages (``task_default_queue``).
-QUEUE = "sca"
 
 
 def _zset(store) -> str:
@@ -62,14 +59,6 @@ def _job_id(request) -> str | None:
         return None
     job_id = kwargs.get("job_id", args[0] if args else None)
     return job_id if isinstance(job_id, str) else None
-
-
-def alive(store, *job_ids: str) -> None:
-    """Record a sign of life of active jobs (nothing to do without Redis)."""
-    client = getattr(store, "client", None)
-    if client is not None and job_ids:
-        stamp = time.time()
-        client.zadd(store.key(ALIVE), {job_id: stamp for job_id in job_ids})
 
 
 def beat(store, requests, previous: set[str]) -> set[str]:

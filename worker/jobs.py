@@ -28,6 +28,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import time
 import uuid
 from collections.abc import Mapping
 from datetime import datetime, timezone
@@ -165,3 +166,17 @@ def with_ids(result: Mapping, ids: list | None) -> dict:
                              [[name(i) for i in members] for members in step["clusters"]])
                         for step in out["trace"]]
     return out
+
+
+#: The broker's list of waiting messages (Celery's ``task_default_queue``).
+QUEUE = "sca"
+#: Sorted set of active jobs by their last sign of life (see :mod:`worker.heartbeat`).
+ALIVE = "alive"
+
+
+def alive(store, *job_ids: str) -> None:
+    """Record a sign of life of active jobs (nothing to do without Redis)."""
+    client = getattr(store, "client", None)
+    if client is not None and job_ids:
+        stamp = time.time()
+        client.zadd(store.key(ALIVE), {job_id: stamp for job_id in job_ids})

@@ -19,7 +19,7 @@ import numpy as np
 import sca
 
 from . import inputs
-from .jobs import ACTIVE, ITERATION_OPTIONS, SPECTRAL_OPTIONS, jsonable, now
+from .jobs import ACTIVE, ITERATION_OPTIONS, SPECTRAL_OPTIONS, alive, jsonable, now
 from .problems import TRANSIENT, problem_for, store_full
 from .store import ArtifactStore
 
@@ -182,9 +182,7 @@ def execute(store: ArtifactStore, job_id: str, stage: str, *args) -> bool:
     if record is None or record["status"] not in ACTIVE:
         return False
     public_stage = "ensemble" if stage == "ensemble_collect" else stage
-    from .heartbeat import alive  # a stage starting is a sign of life
-
-    alive(store, job_id)
+    alive(store, job_id)  # a stage starting is a sign of life
     if not store.update_job(job_id, {"status": "running", "stage": public_stage,
                                      "updated": now()}, expect=ACTIVE):
         return False

@@ -17,9 +17,9 @@ from sca.pipeline import check_ids, resolve_element
 from sca.spectral import check_spectrum_options
 from worker import inputs as worker_inputs
 from worker.cleanup import forget, input_lock, release, track
-from worker.heartbeat import alive
-from worker.jobs import (ACTIVE, SPECTRAL_OPTIONS, content_hashes, jsonable, namer, new_job_id,
-                         new_record, normalise_options, now, progress, timings, with_ids)
+from worker.jobs import (ACTIVE, SPECTRAL_OPTIONS, alive, content_hashes, jsonable, namer,
+                         new_job_id, new_record, normalise_options, now, progress, timings,
+                         with_ids)
 from worker.problems import problem_for, store_full
 from worker.stages import artifact_keys, cache_hit, load_balanced
 from worker.store import ArtifactMissing
