@@ -1,21 +1,84 @@
+# Everything runs in the project's own environment (.venv), made with
+# $(PYTHON) on first use: nothing is installed into the machine's Python, so
+# this works where the system Python refuses installs (PEP 668).  The package
+# is (re)installed only when pyproject.toml is newer than the last install.
 PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+# The oldest and the newest Python that pyproject.toml declares: `make test`
+# also runs the core tests on each that this machine has (python3.X on PATH,
+# pyenv's versions, /usr/bin), each in its own .venv-3.X.
+SUPPORTED_PYTHONS ?= 3.10 3.13
 
-.PHONY: install install-test test serve
+.PHONY: install install-test test test-core test-pythons serve lint
 
-# The package with its production WSGI server: all `make serve` needs.
-install:
-	$(PYTHON) -m pip install -q -e '.[server]'
+# Debian's Python makes environments only with its python3.X-venv package:
+# installed here when missing and we are root, else named.
+$(BIN)/python:
+	@echo "make: creating the project environment $(VENV) with $(PYTHON)"
+	@$(PYTHON) -m venv $(VENV) || { \
+		v=$$($(PYTHON) -c 'import sys; print("%d.%d" % sys.version_info[:2])'); \
+		rm -rf $(VENV); \
+		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+			echo "make: installing Debian's python$$v-venv (needed to make $(VENV))"; \
+			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python$$v-venv \
+			&& $(PYTHON) -m venv $(VENV); \
+		else echo "make: $(PYTHON) cannot make $(VENV): install python$$v-venv"; exit 1; fi; }
 
-# What the tests need besides: test libraries, a Redis server to start when
-# none answers on 127.0.0.1:6379, and Debian's Chromium for the job page's
-# browser test (never a downloaded browser).
-install-test:
-	$(PYTHON) -m pip install -q -e '.[test,server]'
-	@if [ "$$(id -u)" = 0 ] && { [ ! -x /usr/bin/chromium ] || ! command -v redis-server >/dev/null; }; then \
-		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium redis-server; fi
+# The package with the service's extra: all `make serve` needs.
+$(VENV)/.installed: pyproject.toml | $(BIN)/python
+	@echo "make: installing stochastic-clustering[server] into $(VENV) (pyproject.toml changed)"
+	$(BIN)/python -m pip install -q -e '.[server]'
+	@touch $@
 
-test: install-test
-	$(PYTHON) -m pytest
+# What the tests need besides: test and lint libraries, a Redis server to
+# start when none answers on 127.0.0.1:6379, Debian's Chromium for the job
+# page's browser test (never a downloaded browser) and Debian's docker-compose
+# to validate docker-compose.yml (no Docker engine needed).
+DEBIAN_TEST_PACKAGES := chromium redis-server docker-compose
+$(VENV)/.installed-test: pyproject.toml | $(BIN)/python
+	@echo "make: installing stochastic-clustering[test] into $(VENV) (pyproject.toml changed)"
+	$(BIN)/python -m pip install -q -e '.[test]'
+	@if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && { [ ! -x /usr/bin/chromium ] \
+		|| ! command -v redis-server >/dev/null || ! command -v docker-compose >/dev/null; }; then \
+		echo "make: installing Debian's $(DEBIAN_TEST_PACKAGES)"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+			$(DEBIAN_TEST_PACKAGES); fi
+	@touch $@ $(VENV)/.installed
+
+install: $(VENV)/.installed
+install-test: $(VENV)/.installed-test
+
+# mypy finds sca_service and sca_worker (the folders service/ and worker/)
+# through links in build/mypy (pyproject.toml: mypy_path).
+lint: install-test
+	@echo "make: lint (ruff check, ruff format --check) and types (mypy on sca, sca_service, sca_worker)"
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	@mkdir -p build/mypy && ln -sfn ../../sca build/mypy/sca \
+		&& ln -sfn ../../service build/mypy/sca_service && ln -sfn ../../worker build/mypy/sca_worker
+	$(BIN)/mypy
+
+test: lint
+	@echo "make: running the test suite (pytest; it starts Redis and Celery workers as it needs)"
+	$(BIN)/python -m pytest
+	@$(MAKE) --no-print-directory test-pythons
+
+# The core tests (numerics, command line, plots) in $(VENV).
+test-core: install-test
+	@echo "make: core tests on $$($(BIN)/python --version) in $(VENV)"
+	$(BIN)/python -m pytest -q -p no:cacheprovider tests/core
+
+test-pythons:
+	@for v in $(SUPPORTED_PYTHONS); do \
+		py=; for c in "$$(command -v python$$v)" $${PYENV_ROOT:-$$HOME/.pyenv}/versions/$$v*/bin/python \
+			/usr/bin/python$$v; do \
+			if [ -x "$$c" ] && "$$c" -c "import sys; assert '%d.%d' % sys.version_info[:2] == '$$v'" \
+				2>/dev/null; then py=$$c; break; fi; done; \
+		if [ -z "$$py" ]; then echo "make: no Python $$v on this machine: its tests are skipped"; \
+		else $(MAKE) --no-print-directory test-core PYTHON=$$py VENV=.venv-$$v || exit 1; fi; \
+	done
 
 serve: install
-	$(PYTHON) -m service.cli serve
+	@echo "make: serving the API on http://127.0.0.1:8000 (embedded: one process, no Redis)"
+	$(BIN)/sca serve

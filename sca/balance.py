@@ -25,9 +25,10 @@ import numpy as np
 
 from .errors import BalancingError, SCAError
 from .operators import ConsensusOperator
+from .options import OPTIONS
 
-DEFAULT_TOL = 1e-12
-DEFAULT_MAX_ITER = 10_000
+DEFAULT_TOL = OPTIONS["tol"].default
+DEFAULT_MAX_ITER = OPTIONS["balance_max_iterations"].default
 _STALL_STEPS = 5
 #: Exponent ω of the over-relaxed update d <- d (d ∘ S d)^(-ω/2); ω = 1 is the
 #: plain symmetric step.  1.4 saves about a third of the steps on consensus matrices.
@@ -63,8 +64,12 @@ class BalanceResult:
     components: np.ndarray
 
 
-def balance(S: ConsensusOperator, tol: float = DEFAULT_TOL,
-            max_iter: int = DEFAULT_MAX_ITER, find_components: bool = True) -> BalanceResult:
+def balance(
+    S: ConsensusOperator,
+    tol: float = DEFAULT_TOL,
+    max_iter: int = DEFAULT_MAX_ITER,
+    find_components: bool = True,
+) -> BalanceResult:
     """Scale S symmetrically to a doubly stochastic ``P = D S D``.
 
     Parameters
@@ -105,10 +110,12 @@ def balance(S: ConsensusOperator, tol: float = DEFAULT_TOL,
     if not (isinstance(tol, (float, int)) and tol > 0):
         raise SCAError(f"tol must be positive, got {tol!r}", "options.tol")
     if not (isinstance(max_iter, (int, np.integer)) and max_iter >= 1):
-        raise SCAError(f"max_iter must be a positive integer, got {max_iter!r}",
-                       "options.max_iterations")
-    n_components, components = S.components() if find_components else (
-        0, np.zeros(S.n, dtype=np.int64))
+        raise SCAError(
+            f"max_iter must be a positive integer, got {max_iter!r}", "options.max_iterations"
+        )
+    n_components, components = (
+        S.components() if find_components else (0, np.zeros(S.n, dtype=np.int64))
+    )
     # Row sums of n terms carry rounding error up to about n * eps: below that
     # floor a residual that has stopped falling is converged (at n = 1e6 it
     # stalls near 6e-12, above the default tolerance).
@@ -132,10 +139,13 @@ def balance(S: ConsensusOperator, tol: float = DEFAULT_TOL,
         previous = residual
         d = d * rows ** (-relax / 2)
         iterations += 1
-    result = BalanceResult(S.scaled(d), d, iterations, residual, converged,
-                           n_components, components)
+    result = BalanceResult(
+        S.scaled(d), d, iterations, residual, converged, n_components, components
+    )
     if not result.converged:
         raise BalancingError(
             f"balancing did not reach tolerance {tol:g} in {max_iter} iterations "
-            f"(residual {residual:.3g})", partial=result)
+            f"(residual {residual:.3g})",
+            partial=result,
+        )
     return result

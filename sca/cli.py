@@ -1,4 +1,5 @@
-"""Command line: ``sca cluster`` and ``sca custom`` print JSON results.
+"""The ``sca`` command: ``cluster`` and ``custom`` print JSON results; ``submit``
+runs a job on the service; ``serve`` serves the API.
 
 Examples
 --------
@@ -7,8 +8,13 @@ sca cluster --consensus S.csv --split gaps --rule perron --trace
 sca custom --data X.csv --ensemble nmf:6x100 --element 2 --min-size 5 --max-size 8
 sca cluster --consensus S.csv --starts 20 --plots plots/   # PNG plots beside the JSON
 sca submit --url http://127.0.0.1:8000 --consensus S.csv    # on the service (sca.remote)
+sca query --url http://127.0.0.1:8000 --job ID --consensus new.csv  # new elements (remote_query)
 
-On a terminal, ``sca cluster`` draws a progress bar by stage on standard error.
+Options, their defaults and help come from :mod:`sca.options`.  Nothing heavy
+is imported to parse the command line: numpy and scipy load when a command
+runs, scikit-learn when a k-means or an ensemble does, and the web stack
+(``sca_service``) only for ``sca serve``.  On a terminal, ``sca cluster``
+draws a progress bar by stage on standard error.
 """
 
 from __future__ import annotations
@@ -17,20 +23,64 @@ import argparse
 import json
 import re
 import sys
+from typing import Any
 
-import numpy as np
-
-from .diagnostics import evaluate
+from . import options as registry
 from .errors import SCAError
-from .io import read_ids, read_matrix_file
-from .pipeline import (DEFAULTS, balance_dict, build_operator, check_ids, custom_result, prepare,
-                       result_dict, run_stages, spectrum_dict)
-from .progress import StageProgress
-from .spectral import RULES, check_spectrum_options
 
-SPECTRUM_OPTIONS = ("k", "k_hat", "min_k", "max_k", "rule")
+_ENSEMBLE = re.compile(rf"^({'|'.join(registry.ALGORITHMS)}):(\d+(?:,\d+)*)x(\d+)$")
+#: The clustering options ``sca custom`` reads: those that make P and its k, and the seed
+#: (of the ensemble and the noise floor's null draws).
+_CUSTOM_STAGES = ("balancing", "spectral")
 
-_ENSEMBLE = re.compile(r"^(kmeans|nmf):(\d+(?:,\d+)*)x(\d+)$")
+
+def _custom_clustering_options() -> tuple:
+    return tuple(
+        o for o in registry.options_for("cli") if o.stage in _CUSTOM_STAGES or o.name == "seed"
+    )
+
+
+SERVER_EXTRA = "pip install 'stochastic-clustering[server]'"
+
+
+def option_help(option: registry.Option) -> str:
+    """The argparse help of an option: its doc and its default."""
+    text = option.doc.replace("`", "").replace("%", "%%").rstrip(".")
+    text = text[0].lower() + text[1:]  # as argparse's own help reads
+    if (
+        option.required
+        or option.type == "boolean"
+        or (option.default is None and option.default_doc is None)
+    ):
+        return text
+    return f"{text} (default: {option.describe_default().replace('`', '')})"
+
+
+def add_option_arguments(parser, options) -> None:
+    """Add registry ``options`` to an argparse parser or group; every default is
+    None (the core, or the service, fills in the registry's)."""
+    for option in options:
+        kwargs: dict[str, Any] = {"help": option_help(option), "default": None}
+        if option.type == "boolean":
+            kwargs["action"] = "store_true"
+        elif option.type == "string":
+            kwargs["choices"] = option.choices
+        elif option.type == "integer":
+            kwargs.update(type=int, metavar=option.metavar or "N")
+        elif option.type == "number":
+            kwargs.update(type=float, metavar=option.metavar or "X")
+        else:
+            kwargs["metavar"] = option.metavar or "VALUE"
+        if option.required:
+            kwargs["required"] = True
+        parser.add_argument(option.flag, dest=option.name, **kwargs)
+
+
+def given_options(args, options) -> dict:
+    """The registry ``options`` given on the command line (those left out are absent)."""
+    return {
+        o.name: getattr(args, o.name) for o in options if getattr(args, o.name, None) is not None
+    }
 
 
 def parse_ensemble(text: str) -> dict:
@@ -38,75 +88,139 @@ def parse_ensemble(text: str) -> dict:
     match = _ENSEMBLE.match(text.strip().lower())
     if not match:
         raise argparse.ArgumentTypeError(
-            f"{text!r} is not ALGO:K[,K...]xRUNS with ALGO kmeans or nmf (e.g. nmf:2,3x50)")
+            f"{text!r} is not ALGO:K[,K...]xRUNS with ALGO one of "
+            f"{', '.join(registry.ALGORITHMS)} (e.g. nmf:2,3x50)"
+        )
     algorithm, ks, runs = match.groups()
     return {"algorithm": algorithm, "k": [int(k) for k in ks.split(",")], "runs": int(runs)}
 
 
 def add_input_arguments(p: argparse.ArgumentParser) -> None:
     """The input options shared by ``cluster``, ``custom`` and ``submit``."""
-    src = p.add_argument_group("input (exactly one of --data, --consensus, --labels)")
-    src.add_argument("--data", help="raw data CSV/.npy, rows = elements (a header row is skipped)")
-    src.add_argument("--ensemble", action="append", type=parse_ensemble, metavar="ALGO:KxRUNS",
-                     help="ensemble on --data, repeatable: kmeans:3x100, nmf:2,3x50")
-    src.add_argument("--snn", type=int, metavar="KAPPA",
-                     help="shared-nearest-neighbour similarity on --data")
-    src.add_argument("--metric", default="euclidean", help="metric for --snn")
-    src.add_argument("--consensus", help="consensus matrix S.csv|S.npy|S.npz (CSV header = ids)")
-    src.add_argument("--labels", help="label runs RUNS.csv|RUNS.npy, one row per element")
-    src.add_argument("--ids", help="file with one element id per line")
+    names = ", ".join(f"--{kind.name}" for kind in registry.INPUTS)
+    src = p.add_argument_group(f"input (exactly one of {names})")
+    for kind in registry.INPUTS:
+        src.add_argument(f"--{kind.name}", metavar="FILE", help=kind.cli_doc)
+    src.add_argument(
+        "--ensemble",
+        action="append",
+        type=parse_ensemble,
+        metavar="ALGO:KxRUNS",
+        help="clustering runs on --data whose consensus is clustered, repeatable: "
+        "kmeans:3x100, nmf:2,3x50 (ALGO one of "
+        f"{', '.join(registry.ALGORITHMS)}; K one or more k, RUNS runs of each)",
+    )
+    src.add_argument(
+        "--snn",
+        type=int,
+        metavar="KAPPA",
+        help="shared-nearest-neighbour similarity on --data: elements sharing "
+        "their KAPPA nearest neighbours are similar",
+    )
+    src.add_argument(
+        "--metric",
+        default="euclidean",
+        choices=registry.SNN_METRICS,
+        metavar="METRIC",
+        help="distance for --snn (default: euclidean; any "
+        "scikit-learn neighbour metric without parameters)",
+    )
+    src.add_argument(
+        "--ids",
+        metavar="FILE",
+        help="file with one element id per line (default: the consensus CSV's "
+        "header, else 0-based indices)",
+    )
 
 
-def _add_inputs(p: argparse.ArgumentParser) -> None:
-    add_input_arguments(p)
-    opt = p.add_argument_group("options")
-    opt.add_argument("--k", type=int, help="number of clusters (overrides the spectrum)")
-    opt.add_argument("--k-hat", type=int, help="number of largest eigenvalues to compute "
-                     "(default: all when cheap, else grown until they reach the noise floor)")
-    opt.add_argument("--min-k", type=int, default=DEFAULTS["min_k"],
-                     help="smallest k the rule may choose")
-    opt.add_argument("--max-k", type=int, help="largest k the rule may choose")
-    opt.add_argument("--rule", choices=RULES, default=DEFAULTS["rule"],
-                     help="k = eigenvalues above the noise floor (noise), the largest gap among "
-                     "λ2..λk̂ (gap) or the paper's Perron cluster (perron)")
-    opt.add_argument("--seed", type=int, default=DEFAULTS["seed"])
-    opt.add_argument("--starts", type=int, default=DEFAULTS["starts"])
-    opt.add_argument("--stable", type=int, default=DEFAULTS["stable"])
-    opt.add_argument("--max-iterations", type=int, default=DEFAULTS["max_iterations"])
-    opt.add_argument("--split", choices=["kmeans", "gaps"], default=DEFAULTS["split"])
-    opt.add_argument("--tol", type=float, default=DEFAULTS["tol"], help="balancing tolerance")
+def _add_plots(group) -> None:
+    group.add_argument(
+        "--plots", metavar="DIR", help="also save the plots (sca.plots) in DIR; needs matplotlib"
+    )
+    group.add_argument(
+        "--plot-format",
+        choices=["png", "svg", "both"],
+        default="png",
+        help="format of the plots (default: png)",
+    )
 
 
 def add_commands(sub) -> None:
-    """Add ``cluster`` and ``custom`` to an argparse subparsers action."""
-    c = sub.add_parser("cluster", help="cluster the elements; prints the result as JSON")
-    _add_inputs(c)
-    c.add_argument("--trace", action="store_true", help="x_t and its clusters per step")
-    c.add_argument("--reconsensus", action="store_true",
-                   help="re-cluster the consensus of the starts' solutions until one remains")
-    c.add_argument("--truth", help="file of true labels (one per line or CSV with a header)")
-    u = sub.add_parser("custom", help="custom cluster of one element; prints JSON")
-    _add_inputs(u)
-    u.add_argument("--element", required=True, help="element id (or 0-based index)")
-    u.add_argument("--min-size", type=int, required=True)
-    u.add_argument("--max-size", type=int, required=True)
-    u.add_argument("--limit", type=int, help="how many ranked elements to print")
-    for command in (c, u):
-        command.add_argument("--plots", metavar="DIR",
-                             help="also save the plots (sca.plots) in DIR; needs matplotlib")
-        command.add_argument("--plot-format", choices=["png", "svg", "both"], default="png")
+    """Add ``cluster``, ``custom``, ``submit``, ``query`` and ``serve`` to argparse subparsers."""
+    c = sub.add_parser(
+        "cluster",
+        help="cluster the elements; prints the result as JSON",
+        description="Cluster the elements with the stochastic clustering "
+        "algorithm; prints the result as JSON.",
+    )
+    add_input_arguments(c)
+    add_option_arguments(c.add_argument_group("clustering"), registry.options_for("cli"))
+    out = c.add_argument_group("output")
+    out.add_argument(
+        "--truth",
+        metavar="FILE",
+        help="file of true labels (one per line, or CSV with a header): adds "
+        "`evaluation` (errors, adjusted Rand index)",
+    )
+    _add_plots(out)
+    u = sub.add_parser(
+        "custom",
+        help="custom cluster of one element; prints JSON",
+        description="The custom cluster of one element (the paper's Fig. 5.2) "
+        "and the elements ranked by closeness; prints JSON.",
+    )
+    add_input_arguments(u)
+    add_option_arguments(
+        u.add_argument_group("clustering (P and its k)"), _custom_clustering_options()
+    )
+    add_option_arguments(
+        u.add_argument_group("custom cluster"), registry.options_for("cli", "custom")
+    )
+    _add_plots(u.add_argument_group("output"))
     from .remote import add_submit_command
+    from .remote_query import add_query_command
 
     add_submit_command(sub)
+    add_query_command(sub)
+    add_serve_command(sub)
+
+
+def add_serve_command(sub) -> None:
+    """``sca serve``: its arguments here, its code in ``sca_service`` (imported when it runs)."""
+    serve = sub.add_parser(
+        "serve",
+        help="serve the HTTP API (embedded default without REDIS_URL); needs the server extra",
+        description="Serve the HTTP API: without REDIS_URL the embedded "
+        "default (one process, jobs in memory); with it, the API enqueues "
+        "for `celery -A worker worker`.",
+    )
+    # Their defaults are read by sca_service with the other settings (a bad value is named).
+    serve.add_argument("--host", help="address to listen on (default: $SCA_HOST or 127.0.0.1)")
+    serve.add_argument("--port", type=int, help="port to listen on (default: $SCA_PORT or 8000)")
+    serve.add_argument(
+        "--workers",
+        type=int,
+        default=None,
+        metavar="N",
+        help="API processes (REDIS_URL only; the embedded default uses one)",
+    )
+    serve.add_argument(
+        "--threads", type=int, default=8, metavar="N", help="threads per API process (default: 8)"
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="sca", description="Stochastic clustering algorithm")
-    add_commands(parser.add_subparsers(dest="command", required=True))
+    parser = argparse.ArgumentParser(
+        prog="sca",
+        description="Stochastic clustering algorithm (Meyer & Wessell): cluster, query, serve.",
+    )
+    add_commands(parser.add_subparsers(dest="command", required=True, metavar="COMMAND"))
     return parser
 
 
 def read_inputs(args) -> tuple[dict, list | None]:
+    from .io import read_ids, read_matrix_file
+
     inputs, header = {}, None
     if args.data:
         inputs["data"], _ = read_matrix_file(args.data, "data")
@@ -122,35 +236,67 @@ def read_inputs(args) -> tuple[dict, list | None]:
     return inputs, ids
 
 
-def _options(args) -> dict:
-    return {"k": args.k, "k_hat": args.k_hat, "min_k": args.min_k, "max_k": args.max_k,
-            "rule": args.rule, "seed": args.seed, "starts": args.starts,
-            "stable": args.stable, "max_iterations": args.max_iterations,
-            "split": args.split, "tol": args.tol,
-            "trace": getattr(args, "trace", False),
-            "reconsensus": getattr(args, "reconsensus", False)}
+def _clustering_options(args) -> dict:
+    custom = args.command == "custom"
+    return given_options(
+        args, _custom_clustering_options() if custom else registry.options_for("cli")
+    )
 
 
 def run(args) -> dict:
-    """Carry out a parsed command; returns the JSON-ready result."""
+    """Carry out a parsed ``cluster`` / ``custom`` command; returns the JSON-ready result."""
+    options = registry.validate(_clustering_options(args), scope="core")
+    query = {}
+    if args.command == "custom":
+        query = registry.validate(
+            given_options(args, registry.options_for("cli", "custom")), "custom"
+        )
     inputs, ids = read_inputs(args)
-    options = _options(args)
+    kind = registry.one_input([name for name in registry.INPUT_NAMES if name in inputs])
+    registry.validate(options, n=inputs[kind].shape[0], scope="core")  # before any work
+
+    from .pipeline import (
+        balance_dict,
+        build_operator,
+        check_ids,
+        custom_result,
+        prepare,
+        result_dict,
+        run_stages,
+        spectrum_dict,
+    )
+    from .progress import StageProgress
+
     timings: dict = {}
     with StageProgress() as bar:  # draws only when standard error is a terminal
-        S, X = build_operator(seed=args.seed, timings=timings, progress=bar, **inputs)
+        S, X = build_operator(seed=options["seed"], timings=timings, progress=bar, **inputs)
         ids = check_ids(ids, S.n)
-        check_spectrum_options(S.n, **{k: options[k] for k in SPECTRUM_OPTIONS})  # before work
         if args.command == "custom":
             balanced, spec = prepare(S, options, timings, bar)
-            out = custom_result(balanced.P, args.element, ids, spec.k, args.min_size,
-                                args.max_size, args.max_iterations, X, args.limit)
+            out = custom_result(
+                balanced.P,
+                query["element"],
+                ids,
+                spec.k,
+                query["min_size"],
+                query["max_size"],
+                query["max_iterations"],
+                X,
+                query["limit"],
+            )
             _plots(args, None, custom=out)
             return out
         balanced, spec, result, timings = run_stages(S, options, timings, bar)
-    out = result_dict(S, balanced.P, balance_dict(balanced), spectrum_dict(spec), result, ids,
-                      timings)
+    out = result_dict(
+        S, balanced.P, balance_dict(balanced), spectrum_dict(spec), result, ids, timings
+    )
     _plots(args, out, S=S, P=balanced.P, ids=ids)
     if args.truth:
+        import numpy as np
+
+        from .diagnostics import evaluate
+        from .io import read_matrix_file
+
         truth, _ = read_matrix_file(args.truth, "truth")
         out["evaluation"] = evaluate(result.labels, np.asarray(truth).ravel())
     return out
@@ -164,16 +310,36 @@ def _plots(args, result, **inputs) -> None:
     from .plots import save_plots
 
     formats = ("png", "svg") if args.plot_format == "both" else (args.plot_format,)
-    written = save_plots(directory, result, formats=formats, seed=args.seed, **inputs)
+    written = save_plots(
+        directory, result, formats=formats, seed=getattr(args, "seed", None) or 0, **inputs
+    )
     print(f"sca {args.command}: wrote {len(written)} plots to {directory}", file=sys.stderr)
 
 
+def _serve(args) -> int:
+    try:
+        from sca_service.cli import serve
+    except ImportError as exc:
+        print(
+            f"sca serve: the server extra is not installed ({exc.name} is missing): {SERVER_EXTRA}",
+            file=sys.stderr,
+        )
+        return 2
+    return serve(args.host, args.port, args.workers, args.threads)
+
+
 def execute(args) -> int:
-    """Run a parsed ``cluster`` / ``custom`` command: JSON to stdout, errors to stderr."""
+    """Run a parsed command: JSON to stdout, errors to stderr (exit 2)."""
+    if args.command == "serve":
+        return _serve(args)
     if args.command == "submit":
         from .remote import run_submit
 
         return run_submit(args)
+    if args.command == "query":
+        from .remote_query import run_query
+
+        return run_query(args)
     try:
         out = run(args)
     except SCAError as exc:

@@ -26,129 +26,33 @@ import json
 import time
 from urllib.parse import quote
 
+from .client_errors import (  # noqa: F401 (re-exported)
+    ERRORS,
+    BadRequest,
+    ClientError,
+    Conflict,
+    Forbidden,
+    Gone,
+    InvalidInput,
+    JobCancelled,
+    JobFailed,
+    NotFinished,
+    NotFound,
+    PayloadTooLarge,
+    ServerError,
+    ServiceError,
+    ServiceUnavailable,
+    ServiceUnreachable,
+    TooManyRequests,
+    Unauthorized,
+    UnsupportedMediaType,
+    WaitTimeout,
+    error_for,
+)
+from .options import one_input
 from .progress import StageProgress
 
 ACTIVE = ("queued", "running")
-
-
-class ClientError(Exception):
-    """Base of every error this client raises."""
-
-
-class ServiceUnreachable(ClientError):
-    """No HTTP answer (connection refused, DNS failure, timeout)."""
-
-
-class ServiceError(ClientError):
-    """An error answer of the service, with the fields of its problem+json body."""
-
-    def __init__(self, status: int, problem: dict | None = None, response=None):
-        problem = dict(problem or {})
-        self.status = status
-        self.problem = problem
-        self.type = problem.get("type", "about:blank")
-        self.title = problem.get("title", "")
-        self.detail = problem.get("detail", "")
-        self.errors = problem.get("errors") or {}
-        self.response = response
-        super().__init__(f"{status} {self.title}: {self.detail}".strip())
-
-
-class BadRequest(ServiceError):
-    """400: the body is not readable."""
-
-
-class Unauthorized(ServiceError):
-    """401: no or unknown credentials."""
-
-
-class Forbidden(ServiceError):
-    """403: the credentials do not allow this."""
-
-
-class NotFound(ServiceError):
-    """404: unknown job, element or plot."""
-
-
-class Conflict(ServiceError):
-    """409: the job has not succeeded (yet)."""
-
-
-class Gone(ServiceError):
-    """410: the job's cached matrices expired; resubmit."""
-
-
-class PayloadTooLarge(ServiceError):
-    """413: over a size limit."""
-
-
-class UnsupportedMediaType(ServiceError):
-    """415: wrong content type."""
-
-
-class InvalidInput(ServiceError):
-    """422: invalid values; ``errors`` names each field."""
-
-
-class TooManyRequests(ServiceError):
-    """429: over a rate or quota limit."""
-
-
-class ServiceUnavailable(ServiceError):
-    """503: the service's store or broker is unreachable, or (custom clusters) it
-    already runs its most long queries; retry later."""
-
-
-class ServerError(ServiceError):
-    """Any other 5xx."""
-
-
-class JobFailed(ServiceError):
-    """The job ended ``failed``; the fields are those of the job's ``error``."""
-
-    def __init__(self, job: dict):
-        self.job = job
-        error = job.get("error") or {}
-        super().__init__(int(error.get("status", 500)), error)
-
-
-class JobCancelled(ClientError):
-    """The job was cancelled before it finished."""
-
-    def __init__(self, job: dict):
-        self.job = job
-        super().__init__(f"job {job.get('id')} was cancelled")
-
-
-class NotFinished(ClientError):
-    """:meth:`Job.result` on a job still queued or running."""
-
-    def __init__(self, job: dict):
-        self.job = job
-        super().__init__(f"job {job.get('id')} is {job.get('status')}; wait() for it first")
-
-
-class WaitTimeout(ClientError, TimeoutError):
-    """:meth:`Job.wait` gave up before the job finished."""
-
-
-ERRORS = {400: BadRequest, 401: Unauthorized, 403: Forbidden, 404: NotFound, 409: Conflict,
-          410: Gone, 413: PayloadTooLarge, 415: UnsupportedMediaType, 422: InvalidInput,
-          429: TooManyRequests, 503: ServiceUnavailable}
-
-
-def error_for(response) -> ServiceError:
-    """The typed error of a non-2xx response."""
-    try:
-        problem = response.json()
-    except ValueError:
-        problem = None
-    if not isinstance(problem, dict):
-        problem = {"title": response.reason or "Error", "detail": response.text[:500]}
-    cls = ERRORS.get(response.status_code)
-    if cls is None:
-        cls = ServerError if response.status_code >= 500 else ServiceError
-    return cls(response.status_code, problem, response)
 
 
 def _listify(value):
@@ -172,8 +76,14 @@ class Client:
     session : requests.Session, optional
     """
 
-    def __init__(self, url: str, timeout: float = 30.0, api_key: str | None = None,
-                 headers: dict | None = None, session=None):
+    def __init__(
+        self,
+        url: str,
+        timeout: float = 30.0,
+        api_key: str | None = None,
+        headers: dict | None = None,
+        session=None,
+    ):
         import requests
 
         self.url = url.rstrip("/")
@@ -202,19 +112,37 @@ class Client:
         return self.request("GET", "/healthz").json()
 
     # -- jobs ------------------------------------------------------------------------------
-    def submit(self, consensus=None, *, data=None, labels=None, ensemble=None, snn=None,
-               ids=None, options: dict | None = None, upload: bool = False) -> "Job":
+    def submit(
+        self,
+        consensus=None,
+        *,
+        data=None,
+        labels=None,
+        ensemble=None,
+        snn=None,
+        ids=None,
+        options: dict | None = None,
+        upload: bool = False,
+        idempotency_key: str | None = None,
+        conflict_timeout: float = 60.0,
+    ) -> Job:
         """Submit a job with exactly one input; returns its :class:`Job`.
 
         Arrays may be numpy arrays or nested lists.  ``upload=True`` sends
         the matrix as an ``.npy`` file (``multipart/form-data``), which is
-        much smaller than JSON for large inputs.
+        much smaller than JSON for large inputs.  ``idempotency_key`` (any
+        text naming this submission, e.g. ``str(uuid.uuid4())``) makes sending
+        it again safe: the service answers a repeat with the first job, not a
+        second one; while the first is still being accepted (409) the request
+        is repeated after ``Retry-After`` for up to ``conflict_timeout`` seconds.
         """
-        inputs = {name: value for name, value in (("consensus", consensus), ("data", data),
-                                                  ("labels", labels)) if value is not None}
-        if len(inputs) != 1:
-            raise ValueError(f"give exactly one of consensus, data, labels; got {sorted(inputs)}")
-        (kind, matrix), = inputs.items()
+        inputs = {
+            name: value
+            for name, value in (("consensus", consensus), ("data", data), ("labels", labels))
+            if value is not None
+        }
+        kind = one_input(inputs)  # an SCAError, a ValueError, unless exactly one is given
+        matrix = inputs[kind]
         extra = {"ensemble": ensemble, "snn": snn, "ids": _listify(ids), "options": options}
         extra = {k: v for k, v in extra.items() if v is not None}
         if upload:
@@ -223,14 +151,41 @@ class Client:
             buffer = io.BytesIO()
             np.save(buffer, np.asarray(matrix), allow_pickle=False)
             form = {"input": kind, **{k: json.dumps(v) for k, v in extra.items()}}
-            response = self.request("POST", "/v1/jobs", data=form,
-                                    files={"file": ("input.npy", buffer.getvalue())})
+            body = {"data": form, "files": {"file": ("input.npy", buffer.getvalue())}}
         else:
-            response = self.request("POST", "/v1/jobs", json={kind: _listify(matrix), **extra})
+            body = {"json": {kind: _listify(matrix), **extra}}
+        headers = {"Idempotency-Key": idempotency_key} if idempotency_key else {}
+        deadline = time.monotonic() + conflict_timeout
+        while True:
+            try:
+                response = self.request("POST", "/v1/jobs", headers=headers, **body)
+                break
+            except Conflict as exc:  # the same key's first request is still being accepted
+                if not idempotency_key or time.monotonic() >= deadline:
+                    raise
+                time.sleep(retry_after(exc.response, 1.0))
         accepted = response.json()
         return Job(self, accepted["id"], accepted)
 
-    def job(self, job_id: str) -> "Job":
+    def list_jobs(self, limit: int = 10, starting_after: str | None = None) -> dict:
+        """One page of the caller's jobs, newest first (``GET /v1/jobs``):
+        ``{data, has_more, next_cursor, ...}``; ``data`` holds job documents
+        without their result."""
+        params: dict[str, int | str] = {"limit": limit}
+        if starting_after is not None:
+            params["starting_after"] = starting_after
+        return self.request("GET", "/v1/jobs", params=params).json()
+
+    def jobs(self, page_size: int = 100, starting_after: str | None = None):
+        """Every job of the caller, newest first (an iterator over the pages)."""
+        while True:
+            page = self.list_jobs(page_size, starting_after)
+            yield from page["data"]
+            if not page["has_more"]:
+                return
+            starting_after = page["next_cursor"]
+
+    def job(self, job_id: str) -> Job:
         """A handle on an existing job (no request is made)."""
         return Job(self, job_id)
 
@@ -238,26 +193,59 @@ class Client:
         """The job document (``GET /v1/jobs/{id}``)."""
         return self.request("GET", f"/v1/jobs/{quote(job_id, safe='')}").json()
 
-    def wait(self, job_id: str, progress: bool = False, timeout: float | None = None,
-             interval: float = 0.25, stream=None) -> dict:
-        """Poll until the job leaves queued/running; returns the succeeded job document.
+    def wait(
+        self,
+        job_id: str,
+        progress: bool = False,
+        timeout: float | None = None,
+        interval: float = 0.25,
+        stream=None,
+        events: bool | None = None,
+    ) -> dict:
+        """Wait until the job leaves queued/running; returns the succeeded job document.
 
         With ``progress`` a bar by stage is drawn on ``stream`` (standard
-        error) when it is a terminal.  Raises :class:`JobFailed`,
-        :class:`JobCancelled` or :class:`WaitTimeout`.
+        error) when it is a terminal.  ``events`` (default: ``progress``)
+        follows the job's Server-Sent Events (``GET /v1/jobs/{id}/events``)
+        rather than polling.  Polls are conditional (``If-None-Match``: an
+        unchanged job costs a 304 without a body, not counted against the
+        request rate) and follow the service's ``Retry-After`` (``interval``
+        when it sends none).  Raises :class:`JobFailed`, :class:`JobCancelled`
+        or :class:`WaitTimeout`.
         """
+        from .events import follow
+
         bar = StageProgress(stream, enabled=None if progress else False)
         start = time.monotonic()
+        deadline = None if timeout is None else start + timeout
+
+        def show(job):
+            bar.update(
+                job.get("stage") if job["status"] != "queued" else "queued",
+                job.get("progress", 0.0),
+                _detail(job),
+            )
+
+        path, tag = f"/v1/jobs/{quote(job_id, safe='')}", None
+        job: dict = {}  # the first GET has no If-None-Match, so never answers 304
         try:
-            while True:
-                job = self.status(job_id)
-                bar.update(job.get("stage") if job["status"] != "queued" else "queued",
-                           job.get("progress", 0.0), _detail(job))
+            if progress if events is None else events:
+                try:
+                    follow(self, job_id, lambda event: show(event.data), deadline)
+                except TimeoutError:
+                    raise WaitTimeout(f"job {job_id} still active after {timeout} s") from None
+            while True:  # after the stream's terminal event this reads the job once
+                response = self.request("GET", path, headers={"If-None-Match": tag} if tag else {})
+                if response.status_code != 304:
+                    job, tag = response.json(), response.headers.get("ETag")
+                show(job)
                 if job["status"] not in ACTIVE:
                     break
-                if timeout is not None and time.monotonic() - start > timeout:
+                now = time.monotonic()
+                if deadline is not None and now > deadline:
                     raise WaitTimeout(f"job {job_id} still {job['status']} after {timeout} s")
-                time.sleep(interval)
+                delay = retry_after(response, interval)
+                time.sleep(delay if deadline is None else min(delay, deadline - now + 0.01))
         finally:
             bar.close()
         if job["status"] == "failed":
@@ -283,27 +271,87 @@ class Client:
         return response.json() if response.status_code == 200 else None
 
     # -- queries ---------------------------------------------------------------------------
-    def custom_cluster(self, job_id: str, element, min_size: int = 1,
-                       max_size: int | None = None, max_iterations: int | None = None,
-                       k: int | None = None, limit: int | None = None) -> dict:
+    def custom_cluster(
+        self,
+        job_id: str,
+        element,
+        min_size: int = 1,
+        max_size: int | None = None,
+        max_iterations: int | None = None,
+        k: int | None = None,
+        limit: int | None = None,
+    ) -> dict:
         """The custom cluster of ``element`` (paper, Fig. 5.2)."""
-        body = {"element": element, "min_size": min_size, "max_size": max_size,
-                "max_iterations": max_iterations, "k": k, "limit": limit}
+        body = {
+            "element": element,
+            "min_size": min_size,
+            "max_size": max_size,
+            "max_iterations": max_iterations,
+            "k": k,
+            "limit": limit,
+        }
         body = {k_: v for k_, v in body.items() if v is not None}
-        return self.request("POST", f"/v1/jobs/{quote(job_id, safe='')}/custom-clusters",
-                            json=body).json()
+        return self.request(
+            "POST", f"/v1/jobs/{quote(job_id, safe='')}/custom-clusters", json=body
+        ).json()
 
     def similar(self, job_id: str, element, limit: int = 6, method: str = "sca") -> dict:
         """The elements most similar to ``element``, most similar first."""
-        path = (f"/v1/jobs/{quote(job_id, safe='')}/elements/"
-                f"{quote(str(element), safe='')}/similar")
+        path = f"/v1/jobs/{quote(job_id, safe='')}/elements/{quote(str(element), safe='')}/similar"
         return self.request("GET", path, params={"limit": limit, "method": method}).json()
+
+    def query(
+        self,
+        job_id: str,
+        elements,
+        min_size: int | None = None,
+        max_size: int | None = None,
+        max_iterations: int | None = None,
+        k: int | None = None,
+        limit: int | None = None,
+        custom: bool | None = None,
+        kind: str | None = None,
+    ) -> dict:
+        """Place new elements into a finished job (``POST /v1/jobs/{id}/queries``).
+
+        ``elements`` is a list of dicts in the job's input kind (``{"data": row}``,
+        ``{"labels": [...]}``, ``{"consensus": row, "self": s}``, each with an
+        optional ``"id"``), or, with ``kind`` ("data", "labels" or
+        "consensus"), a matrix with one new element per row.  Returns each
+        element's ``cluster`` among the job's, ``confidence``, ``similar``
+        elements and ``custom_cluster``; the job is not changed.
+        """
+        if kind is not None:
+            elements = [{kind: _listify(row)} for row in elements]
+        else:
+            elements = [
+                {key: _listify(value) for key, value in element.items()} for element in elements
+            ]
+        body = {
+            "elements": elements,
+            "min_size": min_size,
+            "max_size": max_size,
+            "max_iterations": max_iterations,
+            "k": k,
+            "limit": limit,
+            "custom": custom,
+        }
+        body = {k_: v for k_, v in body.items() if v is not None}
+        return self.request("POST", f"/v1/jobs/{quote(job_id, safe='')}/queries", json=body).json()
 
     def plot(self, job_id: str, name: str, fmt: str = "png", **query) -> bytes:
         """A plot of a finished job as PNG or SVG bytes (``custom`` takes ``element=...``)."""
         path = f"/v1/jobs/{quote(job_id, safe='')}/plots/{quote(name, safe='')}.{fmt}"
         params = {k: v for k, v in query.items() if v is not None}
         return self.request("GET", path, params=params).content
+
+
+def retry_after(response, default: float) -> float:
+    """The seconds of a response's ``Retry-After`` (``default`` without one)."""
+    try:
+        return max(0.0, float(response.headers["Retry-After"]))
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return default
 
 
 def _detail(job: dict) -> str:
@@ -329,21 +377,38 @@ class Job:
     def status(self) -> dict:
         return self.client.status(self.id)
 
-    def wait(self, progress: bool = False, timeout: float | None = None,
-             interval: float = 0.25, stream=None) -> dict:
-        return self.client.wait(self.id, progress, timeout, interval, stream)
+    def wait(
+        self,
+        progress: bool = False,
+        timeout: float | None = None,
+        interval: float = 0.25,
+        stream=None,
+        events: bool | None = None,
+    ) -> dict:
+        return self.client.wait(self.id, progress, timeout, interval, stream, events)
 
     def result(self) -> dict:
         return self.client.result(self.id)
 
-    def custom_cluster(self, element, min_size: int = 1, max_size: int | None = None,
-                       max_iterations: int | None = None, k: int | None = None,
-                       limit: int | None = None) -> dict:
-        return self.client.custom_cluster(self.id, element, min_size, max_size,
-                                          max_iterations, k, limit)
+    def custom_cluster(
+        self,
+        element,
+        min_size: int = 1,
+        max_size: int | None = None,
+        max_iterations: int | None = None,
+        k: int | None = None,
+        limit: int | None = None,
+    ) -> dict:
+        return self.client.custom_cluster(
+            self.id, element, min_size, max_size, max_iterations, k, limit
+        )
 
     def similar(self, element, limit: int = 6, method: str = "sca") -> dict:
         return self.client.similar(self.id, element, limit, method)
+
+    def query(self, elements, **options) -> dict:
+        """New elements placed into this job (:meth:`Client.query`)."""
+        return self.client.query(self.id, elements, **options)
 
     def plot(self, name: str, fmt: str = "png", **query) -> bytes:
         return self.client.plot(self.id, name, fmt, **query)

@@ -14,21 +14,38 @@ import numpy as np
 from .balance import balance
 from .errors import IterationError, SCAError
 from .inputs import membership_operator
-from .iteration import (IterationResult, check_iteration_options, evolve, fuzzy_membership,
-                        random_start, solutions_of)
+from .iteration import (
+    IterationResult,
+    check_iteration_options,
+    evolve,
+    fuzzy_membership,
+    random_start,
+    solutions_of,
+)
 from .operators import ConsensusOperator
+from .options import OPTIONS
 
-DEFAULT_STABLE = 6
-DEFAULT_MAX_ITERATIONS = 1000
-DEFAULT_STARTS = 1
+DEFAULT_STABLE = OPTIONS["stable"].default
+DEFAULT_MAX_ITERATIONS = OPTIONS["max_iterations"].default
+DEFAULT_STARTS = OPTIONS["starts"].default
 #: Rounds of re-consensus at most.
 MAX_ROUNDS = 10
 
 
-def iterate(P: ConsensusOperator, k: int, seed: int = 0, starts: int = DEFAULT_STARTS,
-            stable: int = DEFAULT_STABLE, max_iterations: int = DEFAULT_MAX_ITERATIONS,
-            split: str = "kmeans", trace: bool = False, x0=None, block: int | None = None,
-            eps: float | None = None, reconsensus: bool = False) -> IterationResult:
+def iterate(
+    P: ConsensusOperator,
+    k: int,
+    seed: int = 0,
+    starts: int = DEFAULT_STARTS,
+    stable: int = DEFAULT_STABLE,
+    max_iterations: int = DEFAULT_MAX_ITERATIONS,
+    split: str = "kmeans",
+    trace: bool = False,
+    x0=None,
+    block: int | None = None,
+    eps: float | None = None,
+    reconsensus: bool = False,
+) -> IterationResult:
     """Cluster with the stochastic clustering algorithm's iteration (Fig. 3.1, step 4-5).
 
     Parameters
@@ -83,18 +100,22 @@ def iterate(P: ConsensusOperator, k: int, seed: int = 0, starts: int = DEFAULT_S
         if x0.shape != (n,) or not np.all(np.isfinite(x0)):
             raise SCAError(f"x0 must be a finite vector of length n = {n}", "options.x0")
         X0[:, 0] = x0
-    runs, steps, steps_trace, _ = evolve(P, k, X0, block, split, stable, max_iterations,
-                                      seed=seed, trace=trace)
+    runs, steps, steps_trace, _ = evolve(
+        P, k, X0, block, split, stable, max_iterations, seed=seed, trace=trace
+    )
     found = [labels for labels in runs if labels is not None]
     if not found:
         raise IterationError(
             f"no start settled on a clustering stable for {stable} steps within "
-            f"{max_iterations} iterations", partial=None)
+            f"{max_iterations} iterations",
+            partial=None,
+        )
     solutions = solutions_of(found)
     answer = solutions[0][0]
     membership = fuzzy_membership(found, answer) if starts > 1 else None
-    result = IterationResult(answer, steps, solutions, membership, steps_trace,
-                             failed_starts=len(runs) - len(found))
+    result = IterationResult(
+        answer, steps, solutions, membership, steps_trace, failed_starts=len(runs) - len(found)
+    )
     if reconsensus and len(solutions) > 1:
         return _reconsensus(result, found, k, seed, starts, stable, max_iterations, split)
     return result
@@ -109,28 +130,43 @@ def iterate_best(P: ConsensusOperator, candidates, **options):
     modularity of P as a weighted graph, every degree 1).  Returns
     ``(k, IterationResult, {k: score})``.
     """
-    best, scores = None, {}
+    best: tuple[int, IterationResult] | None = None
+    scores: dict[int, float] = {}
     for k in candidates:
         found = iterate(P, int(k), **options)
         sizes = np.bincount(found.labels).astype(float)
-        scores[int(k)] = float(np.trace(P.block_sums(found.labels)) / P.n
-                               - np.sum((sizes / P.n) ** 2))
+        scores[int(k)] = float(
+            np.trace(P.block_sums(found.labels)) / P.n - np.sum((sizes / P.n) ** 2)
+        )
         if best is None or scores[int(k)] > scores[best[0]]:
             best = (int(k), found)
+    if best is None:
+        raise SCAError("no candidate k to cluster with", "k")
     return best[0], best[1], scores
 
 
-def _reconsensus(first: IterationResult, found, k, seed, starts, stable, max_iterations,
-                 split) -> IterationResult:
+def _reconsensus(
+    first: IterationResult, found, k, seed, starts, stable, max_iterations, split
+) -> IterationResult:
     """Re-cluster the consensus of the solutions until one solution remains."""
     current, history = first, [first.solutions]
     for round_ in range(2, MAX_ROUNDS + 1):
         P = balance(membership_operator(np.column_stack(found))).P
-        current = iterate(P, k, seed=seed + round_, starts=starts, stable=stable,
-                          max_iterations=max_iterations, split=split)
+        current = iterate(
+            P,
+            k,
+            seed=seed + round_,
+            starts=starts,
+            stable=stable,
+            max_iterations=max_iterations,
+            split=split,
+        )
         history.append(current.solutions)
-        found = [labels for labels, freq in current.solutions
-                 for _ in range(max(1, round(freq * starts)))]
+        found = [
+            labels
+            for labels, freq in current.solutions
+            for _ in range(max(1, round(freq * starts)))
+        ]
         if len(current.solutions) == 1:
             break
     current.rounds = len(history)

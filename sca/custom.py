@@ -18,8 +18,8 @@ from .errors import DeadlineExceeded, IterationError, SCAError
 from .inputs import check_data
 from .iteration import evolve
 from .operators import ConsensusOperator
-
-METHODS = ("euclidean", "cosine")
+from .options import NEIGHBOUR_METHODS as METHODS
+from .options import validate
 
 
 @dataclass(frozen=True)
@@ -36,15 +36,25 @@ class CustomResult:
 
 
 def _check_element(element, n: int) -> int:
-    if not (isinstance(element, (int, np.integer)) and not isinstance(element, bool)
-            and 0 <= element < n):
+    if not (
+        isinstance(element, (int, np.integer))
+        and not isinstance(element, bool)
+        and 0 <= element < n
+    ):
         raise SCAError(f"element must be an index in [0, {n - 1}], got {element!r}", "element")
     return int(element)
 
 
-def custom_cluster(P: ConsensusOperator, element: int, k: int, min_size: int = 1,
-                   max_size: int | None = None, max_iterations: int = 1000,
-                   limit: int | None = None, deadline: float | None = None) -> CustomResult:
+def custom_cluster(
+    P: ConsensusOperator,
+    element: int,
+    k: int,
+    min_size: int = 1,
+    max_size: int | None = None,
+    max_iterations: int = 1000,
+    limit: int | None = None,
+    deadline: float | None = None,
+) -> CustomResult:
     """The custom clustering algorithm (Fig. 5.2).
 
     Parameters
@@ -76,14 +86,17 @@ def custom_cluster(P: ConsensusOperator, element: int, k: int, min_size: int = 1
     n = P.n
     element = _check_element(element, n)
     max_size = n if max_size is None else max_size
-    for name, value in (("min_size", min_size), ("max_size", max_size),
-                        ("max_iterations", max_iterations), ("k", k)):
-        if not (isinstance(value, (int, np.integer)) and not isinstance(value, bool)
-                and value >= 1):
-            raise SCAError(f"{name} must be a positive integer, got {value!r}", name)
-    if min_size > max_size or min_size > n:
-        raise SCAError(f"need 1 <= min_size <= max_size and min_size <= n = {n}, got "
-                       f"[{min_size}, {max_size}]", "min_size")
+    validate(
+        {
+            "min_size": min_size,
+            "max_size": max_size,
+            "max_iterations": max_iterations,
+            "k": k,
+            "limit": limit,
+        },
+        group="custom",
+        n=n,
+    )
     if k > n:
         raise SCAError(f"k must be at most n = {n}, got {k}", "k")
     x0 = np.zeros((n, 1))
@@ -97,17 +110,24 @@ def custom_cluster(P: ConsensusOperator, element: int, k: int, min_size: int = 1
         seen["last"] = labels
         return min_size <= size <= max_size
 
-    runs, steps, _, Y = evolve(P, k, x0, 1, "gaps", 1, max_iterations, stop=within_bounds,
-                               deadline=deadline)
+    runs, steps, _, Y = evolve(
+        P, k, x0, 1, "gaps", 1, max_iterations, stop=within_bounds, deadline=deadline
+    )
     if runs[0] is None:
         missing = f"no cluster of element {element} with size in [{min_size}, {max_size}]"
         if steps < max_iterations:
             raise DeadlineExceeded(
                 f"{missing} in the {steps} of {max_iterations} iterations that fit in the "
                 f"time budget",
-                partial=seen.get("last"), iterations=steps, field="max_iterations")
-        raise IterationError(f"{missing} within {max_iterations} iterations",
-                             partial=seen.get("last"), field="max_iterations")
+                partial=seen.get("last"),
+                iterations=steps,
+                field="max_iterations",
+            )
+        raise IterationError(
+            f"{missing} within {max_iterations} iterations",
+            partial=seen.get("last"),
+            field="max_iterations",
+        )
     labels = runs[0]
     x = Y[:, 0]
     distance = np.abs(x - x[element])

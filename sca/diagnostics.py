@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import numpy as np
 from scipy.optimize import linear_sum_assignment
-from sklearn.metrics import adjusted_rand_score
 
 from .errors import SCAError
 from .operators import ConsensusOperator
@@ -48,8 +47,11 @@ def confidence(P: ConsensusOperator, labels) -> dict:
     within = np.clip(P.within_sums(labels), 0.0, 1.0)
     sizes = np.bincount(labels).astype(float)
     inside = np.bincount(labels, weights=within)
-    return {"elements": within, "clusters": inside / sizes,
-            "uncoupling": 2.0 * (sizes - inside) / P.n}
+    return {
+        "elements": within,
+        "clusters": inside / sizes,
+        "uncoupling": 2.0 * (sizes - inside) / P.n,
+    }
 
 
 def matching(labels, reference) -> np.ndarray:
@@ -81,5 +83,9 @@ def clustering_errors(labels, truth) -> int:
 
 def evaluate(labels, truth) -> dict:
     """Error count under the best matching and adjusted Rand index."""
-    return {"errors": clustering_errors(labels, truth),
-            "ari": float(adjusted_rand_score(truth, labels))}
+    from sklearn.metrics import adjusted_rand_score
+
+    return {
+        "errors": clustering_errors(labels, truth),
+        "ari": float(adjusted_rand_score(truth, labels)),
+    }

@@ -48,7 +48,8 @@ class DeadlineExceeded(IterationError):
     can say how much of the asked-for work fit.
     """
 
-    def __init__(self, message: str, partial=None, iterations: int = 0,
-                 field: str = "options.max_iterations"):
+    def __init__(
+        self, message: str, partial=None, iterations: int = 0, field: str = "options.max_iterations"
+    ):
         super().__init__(message, partial, field)
         self.iterations = iterations

@@ -13,8 +13,14 @@ import scipy.sparse as sp
 from scipy.sparse import csgraph
 from scipy.sparse.linalg import eigsh
 
-from .operators import (_CHUNK_ROWS, _DENSE_EDGE_MAX_K, _GRAM_BLOCK_ROWS,
-                        DENSE_SPECTRUM_MAX_N, GRAM_MAX_K, ConsensusOperator)
+from .operators import (
+    _CHUNK_ROWS,
+    _DENSE_EDGE_MAX_K,
+    _GRAM_BLOCK_ROWS,
+    DENSE_SPECTRUM_MAX_N,
+    GRAM_MAX_K,
+    ConsensusOperator,
+)
 
 
 class FactoredOperator(ConsensusOperator):
@@ -56,10 +62,10 @@ class FactoredOperator(ConsensusOperator):
         M = (self.H.T @ E).toarray()  # K x k: scaled cluster counts per column of H
         out = np.empty(self.n)
         for lo in range(0, self.n, _CHUNK_ROWS):
-            block = self.H[lo:lo + _CHUNK_ROWS]
+            block = self.H[lo : lo + _CHUNK_ROWS]
             rows = np.repeat(np.arange(block.shape[0]), np.diff(block.indptr))
-            values = block.data * M[block.indices, labels[lo:lo + _CHUNK_ROWS][rows]]
-            out[lo:lo + block.shape[0]] = np.bincount(rows, values, minlength=block.shape[0])
+            values = block.data * M[block.indices, labels[lo : lo + _CHUNK_ROWS][rows]]
+            out[lo : lo + block.shape[0]] = np.bincount(rows, values, minlength=block.shape[0])
         return out * s
 
     def _sandwich(self, B):
@@ -79,8 +85,10 @@ class FactoredOperator(ConsensusOperator):
         edges = set() if K > _DENSE_EDGE_MAX_K else np.zeros(K * K, dtype=bool)
         for start in range(0, self.n, _CHUNK_ROWS):
             lo, hi = H.indptr[start], H.indptr[min(start + _CHUNK_ROWS, self.n)]
-            rows = np.repeat(first[start:start + _CHUNK_ROWS],
-                             np.diff(H.indptr[start:start + _CHUNK_ROWS + 1]))
+            rows = np.repeat(
+                first[start : start + _CHUNK_ROWS],
+                np.diff(H.indptr[start : start + _CHUNK_ROWS + 1]),
+            )
             codes = rows * K + H.indices[lo:hi]
             if isinstance(edges, set):
                 edges.update(np.unique(codes).tolist())
@@ -136,8 +144,11 @@ class FactoredOperator(ConsensusOperator):
         return FactoredOperator(null, groups=self.groups)
 
     def _state(self):
-        arrays = {"indices": self.H.indices, "indptr": self.H.indptr,
-                  "K": np.array(self.n_clusters)}
+        arrays = {
+            "indices": self.H.indices,
+            "indptr": self.H.indptr,
+            "K": np.array(self.n_clusters),
+        }
         if self.groups is not None:
             arrays["groups"] = self.groups
         if not np.all(self.H.data == 1):
@@ -150,9 +161,9 @@ class FactoredOperator(ConsensusOperator):
         K = self.n_clusters
         G = np.zeros((K, K), dtype=dtype)
         for start in range(0, self.n, _GRAM_BLOCK_ROWS):
-            block = self.H[start:start + _GRAM_BLOCK_ROWS].toarray().astype(dtype, copy=False)
+            block = self.H[start : start + _GRAM_BLOCK_ROWS].toarray().astype(dtype, copy=False)
             if self.scale is not None:
-                block *= self.scale[start:start + _GRAM_BLOCK_ROWS, None]
+                block *= self.scale[start : start + _GRAM_BLOCK_ROWS, None]
             G += block.T @ block
         return G
 

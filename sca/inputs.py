@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.neighbors import VALID_METRICS, NearestNeighbors
 
 from .errors import SCAError
+from .labels import is_dask, label_operator
 from .operators import DenseOperator, FactoredOperator, SparseOperator
+from .options import SNN_METRICS
 
 #: Relative tolerance for the symmetry check of a user's matrix.
 SYMMETRY_RTOL = 1e-8
@@ -23,11 +24,9 @@ SYMMETRY_RTOL = 1e-8
 #: symmetrised, must stay finite in float64 for balancing and σ.
 MAX_CONSENSUS_SUM = np.finfo(float).max / 2
 _BLOCK_ENTRIES = 4_000_000
+_LABEL_BLOCK_ROWS = 1 << 16
 #: Float labels must be integers that float64 holds exactly.
 _MAX_FLOAT_LABEL = 2.0**53
-#: scikit-learn's neighbour metrics that need no extra parameters and take rows of data.
-SNN_METRICS = tuple(sorted(set(VALID_METRICS["brute"])
-                           - {"precomputed", "haversine", "mahalanobis", "seuclidean"}))
 
 
 def check_data(X, field: str = "data") -> np.ndarray:
@@ -78,9 +77,12 @@ def check_consensus(S, field: str = "consensus"):
     with np.errstate(over="ignore"):  # nonnegative terms: no partial sum exceeds the total
         total = float(values.sum())
     if total > MAX_CONSENSUS_SUM:
-        raise SCAError(f"{field} is too large for float64: its entries sum to {total:g} (at "
-                       f"most {MAX_CONSENSUS_SUM:.3g}); divide it by a constant, which does "
-                       f"not change the clustering", field)
+        raise SCAError(
+            f"{field} is too large for float64: its entries sum to {total:g} (at "
+            f"most {MAX_CONSENSUS_SUM:.3g}); divide it by a constant, which does "
+            f"not change the clustering",
+            field,
+        )
     scale = float(values.max()) if values.size else 0.0
     worst = _asymmetry(S)
     if worst > SYMMETRY_RTOL * max(scale, 1.0):
@@ -98,8 +100,10 @@ def _asymmetry(S) -> float:
         diff = abs(S - S.T)
         return float(diff.max()) if diff.nnz else 0.0
     step = max(1, _BLOCK_ENTRIES // S.shape[0])
-    return max(float(np.max(np.abs(S[i:i + step] - S[:, i:i + step].T)))
-               for i in range(0, S.shape[0], step))
+    return max(
+        float(np.max(np.abs(S[i : i + step] - S[:, i : i + step].T)))
+        for i in range(0, S.shape[0], step)
+    )
 
 
 def consensus_operator(S, field: str = "consensus"):
@@ -126,23 +130,27 @@ def check_labels(labels, field: str = "labels") -> np.ndarray:
     if L.ndim == 1:
         L = L[:, None]
     if L.ndim != 2 or L.shape[0] < 2 or L.shape[1] < 1:
-        raise SCAError(f"{field} must be n x r (elements x runs) with n >= 2, got {L.shape}",
-                       field)
+        raise SCAError(f"{field} must be n x r (elements x runs) with n >= 2, got {L.shape}", field)
     if L.dtype.kind == "f":
         if not np.all(np.isfinite(L)) or np.any(L != np.round(L)):
             raise SCAError(f"{field} must hold integers", field)
         if L.size and np.abs(L).max() > _MAX_FLOAT_LABEL:
-            raise SCAError(f"{field} holds {np.abs(L).max():g}: labels given as floats must lie "
-                           f"within ±2^53, where every integer is exact", field)
+            raise SCAError(
+                f"{field} holds {np.abs(L).max():g}: labels given as floats must lie "
+                f"within ±2^53, where every integer is exact",
+                field,
+            )
         L = L.astype(np.int64)
     elif L.dtype.kind == "u" and L.size and L.max() > np.iinfo(np.int64).max:
         raise SCAError(f"{field} holds {L.max()}, beyond the int64 labels", field)
     elif L.dtype.kind not in "iu":
         raise SCAError(f"{field} must hold integers, got dtype {L.dtype}", field)
-    clustered = np.any(L >= 0, axis=1)
-    if not np.all(clustered):
-        bad = int(np.flatnonzero(~clustered)[0])
-        raise SCAError(f"{field}: element {bad} is in no run", field)
+    if L.size and L.min() < 0:
+        for lo in range(0, L.shape[0], _LABEL_BLOCK_ROWS):
+            clustered = np.any(L[lo : lo + _LABEL_BLOCK_ROWS] >= 0, axis=1)
+            if not np.all(clustered):
+                bad = lo + int(np.flatnonzero(~clustered)[0])
+                raise SCAError(f"{field}: element {bad} is in no run", field)
     return L
 
 
@@ -205,8 +213,26 @@ def _codes(labels: np.ndarray, present: np.ndarray) -> tuple[np.ndarray, int]:
 
 
 def membership_operator(labels, field: str = "labels") -> FactoredOperator:
-    """Consensus of label runs as ``S = H H^T``: S_ij = runs sharing i and j."""
-    H, groups = membership_factors(labels, field)
+    """Consensus of label runs as ``S = H H^T``: S_ij = runs sharing i and j.
+
+    With every element in every run, the label matrix itself is the operator
+    (:class:`sca.labels.LabelOperator`; a Dask array stays one); otherwise
+    (subsampled runs, labels far apart) the sparse H is built.
+    """
+    if is_dask(labels):
+        op = label_operator(labels)
+        if op is None:
+            raise SCAError(
+                f"{field}: a Dask label matrix needs every element in every run, "
+                "with labels 0, 1, ... (not much more than n in all)",
+                field,
+            )
+        return op
+    L = check_labels(labels, field)
+    op = label_operator(L)
+    if op is not None:
+        return op
+    H, groups = membership_factors(L, field)
     return FactoredOperator(H, groups=groups)
 
 
@@ -214,10 +240,10 @@ def check_snn(X, kappa, metric: str = "euclidean") -> np.ndarray:
     """Validate data and parameters of the shared-nearest-neighbour measure."""
     X = check_data(X)
     n = X.shape[0]
-    if (not isinstance(kappa, (int, np.integer)) or isinstance(kappa, bool)
-            or not 1 <= kappa < n):
-        raise SCAError(f"snn kappa must be an integer in [1, n-1] = [1, {n - 1}], got {kappa!r}",
-                       "snn.kappa")
+    if not isinstance(kappa, (int, np.integer)) or isinstance(kappa, bool) or not 1 <= kappa < n:
+        raise SCAError(
+            f"snn kappa must be an integer in [1, n-1] = [1, {n - 1}], got {kappa!r}", "snn.kappa"
+        )
     if metric not in SNN_METRICS:
         raise SCAError(f"snn metric must be one of {SNN_METRICS}, got {metric!r}", "snn.metric")
     return X
@@ -234,10 +260,11 @@ def snn_operator(X, kappa: int, metric: str = "euclidean") -> FactoredOperator:
     own neighbourhood gives ``s_ii = kappa + 1 > 0``.  With ``A`` the sparse
     neighbourhood indicator, ``S = A A^T``: a factored operator.
     """
+    from sklearn.neighbors import NearestNeighbors
+
     X = check_snn(X, kappa, metric)
     n = X.shape[0]
-    _, neighbours = NearestNeighbors(n_neighbors=int(kappa) + 1, metric=metric).fit(
-        X).kneighbors(X)
+    _, neighbours = NearestNeighbors(n_neighbors=int(kappa) + 1, metric=metric).fit(X).kneighbors(X)
     rows = np.repeat(np.arange(n), kappa + 1)
     A = sp.csr_array((np.ones(rows.size), (rows, neighbours.ravel())), shape=(n, n))
     A.data[:] = 1.0  # an element listed twice (duplicate points) counts once

@@ -32,11 +32,21 @@ from .errors import SCAError
 ENTRY_BYTES = 8
 #: The .npy header readers by format version (numpy writes 3.0 only for
 #: structured dtypes with non-Latin-1 field names, never for a numeric matrix).
-_HEADERS = {(1, 0): np.lib.format.read_array_header_1_0,
-            (2, 0): np.lib.format.read_array_header_2_0}
+_HEADERS = {
+    (1, 0): np.lib.format.read_array_header_1_0,
+    (2, 0): np.lib.format.read_array_header_2_0,
+}
 #: What reading a damaged .npy or zip may raise.
-_UNREADABLE = (ValueError, OSError, EOFError, RuntimeError, NotImplementedError,
-               zipfile.BadZipFile, zlib.error, lzma.LZMAError)
+_UNREADABLE = (
+    ValueError,
+    OSError,
+    EOFError,
+    RuntimeError,
+    NotImplementedError,
+    zipfile.BadZipFile,
+    zlib.error,
+    lzma.LZMAError,
+)
 _SPARSE_INDEX = {"csr": ("indices", "indptr"), "csc": ("indices", "indptr"), "coo": ("row", "col")}
 
 
@@ -70,8 +80,9 @@ def _parse_csv(text: str, field: str, check: Check | None):
     reader = csv.reader(io.StringIO(text, newline=""))  # lines end in \n, \r\n or \r
     rows = (row for row in reader if row and any(c.strip() for c in row))
     try:
-        return _fill_csv(rows, text.count("\n") + text.count("\r") - text.count("\r\n") + 1,
-                         field, check)
+        return _fill_csv(
+            rows, text.count("\n") + text.count("\r") - text.count("\r\n") + 1, field, check
+        )
     except csv.Error as exc:
         raise SCAError(f"{field}: not a readable CSV ({exc})", field) from None
 
@@ -114,22 +125,25 @@ def _header(fp, size: int, field: str, label: str = "") -> tuple[tuple[int, ...]
             raise ValueError("unsupported .npy format version")
         shape, _, dtype = reader(fp)
     except _UNREADABLE as exc:
-        raise SCAError(f"{where}: not a readable .npy array without pickle ({exc})",
-                       field) from None
+        raise SCAError(
+            f"{where}: not a readable .npy array without pickle ({exc})", field
+        ) from None
     if any(length < 0 for length in shape):
         raise SCAError(f"{where}: the .npy header declares the shape {shape}", field)
     need, held = math.prod(shape) * dtype.itemsize, size - fp.tell()
     if held < need:
-        raise SCAError(f"{where}: the array is truncated: its header declares {shape} of "
-                       f"{dtype} ({need} bytes) but {held} bytes follow", field)
+        raise SCAError(
+            f"{where}: the array is truncated: its header declares {shape} of "
+            f"{dtype} ({need} bytes) but {held} bytes follow",
+            field,
+        )
     return shape, dtype
 
 
 def _numeric(dtype: np.dtype, kinds: str, what: str, field: str) -> None:
     """Refuse a dtype outside ``kinds`` (numpy's kind letters)."""
     if dtype.hasobject:
-        raise SCAError(f"{field}: {what} holds Python objects, not readable without pickle",
-                       field)
+        raise SCAError(f"{field}: {what} holds Python objects, not readable without pickle", field)
     if dtype.kind not in kinds or dtype.fields is not None:
         kind = "numeric" if "f" in kinds else "integer" if "i" in kinds else "text"
         raise SCAError(f"{field}: {what} must be {kind}, got dtype {dtype}", field)
@@ -145,8 +159,9 @@ def load_npy(raw: bytes, field: str, check: Check | None = None) -> np.ndarray:
     try:
         return np.lib.format.read_array(fp, allow_pickle=False)
     except _UNREADABLE as exc:
-        raise SCAError(f"{field}: not a readable .npy array without pickle ({exc})",
-                       field) from None
+        raise SCAError(
+            f"{field}: not a readable .npy array without pickle ({exc})", field
+        ) from None
 
 
 class _Archive:
@@ -159,8 +174,9 @@ class _Archive:
         self.members = {}
         for info in self.zip.infolist():
             if not info.filename.endswith(".npy"):
-                raise SCAError(f"{field}: the .npz holds {info.filename!r}, not a .npy array",
-                               field)
+                raise SCAError(
+                    f"{field}: the .npz holds {info.filename!r}, not a .npy array", field
+                )
             with self.zip.open(info) as fp:
                 shape, dtype = _header(fp, info.file_size, field, f" ({info.filename})")
             self.members[info.filename[:-4]] = (info, shape, dtype)
@@ -177,8 +193,9 @@ class _Archive:
     def small(self, name: str, entries: int, kinds: str) -> np.ndarray:
         """A member that must hold at most ``entries`` entries (a shape, a format)."""
         if math.prod(self.shape(name)) > entries:
-            raise SCAError(f"{self.field}: the .npz entry {name!r} has shape "
-                           f"{self.shape(name)}", self.field)
+            raise SCAError(
+                f"{self.field}: the .npz entry {name!r} has shape {self.shape(name)}", self.field
+            )
         return self.read(name, kinds, f"the sparse {name}")
 
 
@@ -205,8 +222,7 @@ def _sparse(archive: _Archive, check: Check | None):
     first, second = (archive.read(name, "iu", f"sparse {name}") for name in parts[1:])
     if fmt == "coo":
         return sp.coo_array((data, (first, second)), shape=shape)
-    matrix = (sp.csr_array if fmt == "csr" else sp.csc_array)((data, first, second),
-                                                               shape=shape)
+    matrix = (sp.csr_array if fmt == "csr" else sp.csc_array)((data, first, second), shape=shape)
     matrix.check_format(full_check=True)
     return matrix
 
@@ -252,11 +268,35 @@ def read_matrix(raw: bytes, name: str, field: str, check: Check | None = None):
 
 
 def read_matrix_file(path: str, field: str):
+    """``(matrix, header)`` from a file; a ``.npy`` is memory-mapped, not read
+    (an n x r label matrix of 10^7 elements stays on disk until used)."""
+    if Path(path).suffix.lower() == ".npy":
+        return map_npy(path, field), None
     try:
         raw = Path(path).read_bytes()
     except OSError as exc:
         raise SCAError(f"{field}: cannot read {path}: {exc.strerror}", field) from None
     return read_matrix(raw, path, field)
+
+
+def map_npy(path: str, field: str) -> np.ndarray:
+    """A numeric ``.npy`` file memory-mapped read-only, its header checked first."""
+    try:
+        with open(path, "rb") as fp:
+            size = fp.seek(0, 2)
+            fp.seek(0)
+            shape, dtype = _header(fp, size, field)
+    except OSError as exc:
+        raise SCAError(f"{field}: cannot read {path}: {exc.strerror}", field) from None
+    _numeric(dtype, "biuf", "the .npy array", field)
+    if math.prod(shape) == 0:
+        return np.zeros(shape, dtype=dtype)
+    try:
+        return np.load(path, mmap_mode="r", allow_pickle=False)
+    except _UNREADABLE as exc:
+        raise SCAError(
+            f"{field}: not a readable .npy array without pickle ({exc})", field
+        ) from None
 
 
 def read_ids(path: str) -> list[str]:

@@ -37,14 +37,12 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 import numpy as np
-from sklearn.cluster import KMeans
-from threadpoolctl import threadpool_limits
 
 from .diagnostics import matching
 from .errors import SCAError
 from .operators import ConsensusOperator
+from .options import SPLITS, check  # noqa: F401 - SPLITS re-exported
 
-SPLITS = ("gaps", "kmeans")
 #: A cut whose gap is below this fraction of the spread of x_t is not a cut.
 GAP_EPS = 1e-9
 #: Redraws allowed for a random start within ε of uniform.
@@ -114,10 +112,14 @@ class _KMeansSplit:
     def __init__(self, k: int, seed: int, n: int):
         self.k, self.seed, self.centres = k, seed, None
         rng = np.random.default_rng(seed)
-        self.sample = np.sort(rng.choice(n, self.SAMPLE, replace=False)) if n > self.SAMPLE \
-            else slice(None)
+        self.sample = (
+            np.sort(rng.choice(n, self.SAMPLE, replace=False)) if n > self.SAMPLE else slice(None)
+        )
 
-    def __call__(self, Y: np.ndarray) -> np.ndarray:
+    def __call__(self, Y: np.ndarray) -> np.ndarray | None:
+        from sklearn.cluster import KMeans  # scikit-learn loads when a k-means split runs
+        from threadpoolctl import threadpool_limits
+
         Y = Y.reshape(Y.shape[0], -1)
         sample = Y[self.sample]
         # A fresh k-means++ fit and the previous centres refined: keep the
@@ -153,7 +155,7 @@ def _normalise(Y: np.ndarray, b: int) -> np.ndarray:
             norm = np.linalg.norm(Y[:, s])
             out[:, s] = Y[:, s] / norm if norm > 0 else Y[:, s]
         else:
-            out[:, s:s + b] = np.linalg.qr(Y[:, s:s + b])[0]
+            out[:, s : s + b] = np.linalg.qr(Y[:, s : s + b])[0]
     return out
 
 
@@ -161,18 +163,28 @@ def check_iteration_options(P, k, starts, stable, max_iterations, split):
     n = P.n
     if not (isinstance(k, (int, np.integer)) and 1 <= k <= n):
         raise SCAError(f"k must be an integer in [1, n] = [1, {n}], got {k!r}", "options.k")
-    for name, value in (("starts", starts), ("stable", stable),
-                        ("max_iterations", max_iterations)):
-        if not (isinstance(value, (int, np.integer)) and not isinstance(value, bool)
-                and value >= 1):
-            raise SCAError(f"{name} must be a positive integer, got {value!r}", f"options.{name}")
-    if split not in SPLITS:
-        raise SCAError(f"split must be one of {SPLITS}, got {split!r}", "options.split")
+    for name, value in (
+        ("starts", starts),
+        ("stable", stable),
+        ("max_iterations", max_iterations),
+        ("split", split),
+    ):
+        check(name, value)
 
 
-def evolve(P: ConsensusOperator, k: int, X0: np.ndarray, block: int, split: str,
-           stable: int, max_iterations: int, seed: int = 0, trace: bool = False,
-           stop=None, deadline: float | None = None):
+def evolve(
+    P: ConsensusOperator,
+    k: int,
+    X0: np.ndarray,
+    block: int,
+    split: str,
+    stable: int,
+    max_iterations: int,
+    seed: int = 0,
+    trace: bool = False,
+    stop=None,
+    deadline: float | None = None,
+):
     """Iterate the starts in ``X0`` (``n x starts*block``) until each is stable.
 
     ``stop(labels, t)`` may end a start early (custom clustering); it returns
@@ -188,9 +200,12 @@ def evolve(P: ConsensusOperator, k: int, X0: np.ndarray, block: int, split: str,
     mean = X0.mean(axis=0)
     Y = X0 - mean
     scale = np.ones(X0.shape[1])
-    splitters = ([(lambda y: gap_split(y.ravel(), k))] * n_starts if split == "gaps"
-                 else [_KMeansSplit(k, seed + s, X0.shape[0]) for s in range(n_starts)])
-    previous = [None] * n_starts
+    splitters = (
+        [(lambda y: gap_split(y.ravel(), k))] * n_starts
+        if split == "gaps"
+        else [_KMeansSplit(k, seed + s, X0.shape[0]) for s in range(n_starts)]
+    )
+    previous: list[np.ndarray | None] = [None] * n_starts
     count = [0] * n_starts
     done: list = [None] * n_starts
     active = list(range(n_starts))
@@ -198,24 +213,33 @@ def evolve(P: ConsensusOperator, k: int, X0: np.ndarray, block: int, split: str,
     t = 0
     while True:
         for s in list(active):
-            labels = splitters[s](Y[:, s * block:(s + 1) * block])
-            same = labels is not None and previous[s] is not None and np.array_equal(
-                labels, previous[s])
+            labels = splitters[s](Y[:, s * block : (s + 1) * block])
+            last = previous[s]
+            same = labels is not None and last is not None and np.array_equal(labels, last)
             # x_0 is the random start, not a step of the evolution: its clustering
             # never counts toward `stable` (the paper counts from x_1, Table 3.1).
             count[s] = 0 if labels is None or t == 0 else (count[s] + 1 if same else 1)
             previous[s] = labels
             if trace and s == 0:
                 x = (mean[0] + scale[0] * Y[:, 0]) if block == 1 else None
-                steps.append({"t": t, "x": None if x is None else x.copy(),
-                              "labels": None if labels is None else labels.copy()})
-            finished = (stop(labels, t) if stop is not None
-                        else labels is not None and count[s] >= stable)
+                steps.append(
+                    {
+                        "t": t,
+                        "x": None if x is None else x.copy(),
+                        "labels": None if labels is None else labels.copy(),
+                    }
+                )
+            finished = (
+                stop(labels, t) if stop is not None else labels is not None and count[s] >= stable
+            )
             if finished:
                 done[s] = labels
                 active.remove(s)
-        if not active or t >= max_iterations or (deadline is not None
-                                                 and time.monotonic() >= deadline):
+        if (
+            not active
+            or t >= max_iterations
+            or (deadline is not None and time.monotonic() >= deadline)
+        ):
             return done, t, (steps if trace else None), Y
         # x_t^T = x_{t-1}^T P on the deflated iterate, then renormalise.
         cols = np.concatenate([np.arange(s * block, (s + 1) * block) for s in active])

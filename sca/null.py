@@ -74,8 +74,9 @@ class NoiseFloor:
     def signal(self, eigenvalues) -> int:
         """Eigenvalues above the floor, λ1 included, counted until the first below it."""
         values = np.asarray(eigenvalues, dtype=float)[1:]
-        floors = np.concatenate([self.floors, np.full(max(0, values.size - self.floors.size),
-                                                      self.floors[-1])])[:values.size]
+        floors = np.concatenate(
+            [self.floors, np.full(max(0, values.size - self.floors.size), self.floors[-1])]
+        )[: values.size]
         below = np.flatnonzero(values <= floors)
         return 1 + (int(below[0]) if below.size else values.size)
 
@@ -91,9 +92,10 @@ def null_spectrum(null: ConsensusOperator, count: int) -> np.ndarray:
     values = P.eigenvalues(None if null.full_spectrum_cheap else min(count + 1, null.n), few=True)
     if values.size > 1 and values[1] >= 1 - 1e-6:  # a disconnected null: rarely, but look
         skip = null.components()[0]
-        values = P.eigenvalues(None if null.full_spectrum_cheap else min(skip + count, null.n),
-                               few=True)
-    values = values[skip:skip + count]
+        values = P.eigenvalues(
+            None if null.full_spectrum_cheap else min(skip + count, null.n), few=True
+        )
+    values = values[skip : skip + count]
     return np.concatenate([values, np.zeros(count - values.size)])
 
 
@@ -114,7 +116,8 @@ def noise_floor(S: ConsensusOperator, seed: int = 0, draws: int | None = None) -
     count = min(CHEAP if S.full_spectrum_cheap else FEW, S.n - 1)
     rng = np.random.default_rng([seed, 0x5CA])
     null = np.array([null_spectrum(S.null_draw(rng), count) for _ in range(draws)])
-    spread = np.maximum(null.std(axis=0, ddof=1) if draws > 1 else 0.0,
-                        null.mean(axis=0) * S.n ** (-2 / 3))
+    spread = np.maximum(
+        null.std(axis=0, ddof=1) if draws > 1 else 0.0, null.mean(axis=0) * S.n ** (-2 / 3)
+    )
     floors = np.maximum(null.max(axis=0) + MARGIN_Z * spread, ZERO)
     return NoiseFloor(np.maximum.accumulate(floors[::-1])[::-1], null)

@@ -69,7 +69,7 @@ class ConsensusOperator:
         """Every eigenvalue of ``D S D`` (small forms only)."""
         return np.linalg.eigvalsh(self.to_dense())
 
-    def null_draw(self, rng: np.random.Generator) -> "ConsensusOperator":
+    def null_draw(self, rng: np.random.Generator) -> ConsensusOperator:
         """One draw of S's null model: same kind of entries, no cluster structure.
 
         Returns an unscaled operator of the same form; :mod:`sca.null` balances
@@ -102,12 +102,12 @@ class ConsensusOperator:
         diag = self._raw_diagonal()
         return diag if self.scale is None else diag * self.scale**2
 
-    def scaled(self, d: np.ndarray) -> "ConsensusOperator":
+    def scaled(self, d: np.ndarray) -> ConsensusOperator:
         """The operator ``D S D`` for ``D = diag(d)`` (composed with any scale)."""
         d = np.asarray(d, dtype=float)
         return self._with_scale(d if self.scale is None else self.scale * d)
 
-    def unscaled(self) -> "ConsensusOperator":
+    def unscaled(self) -> ConsensusOperator:
         """S itself (``D = I``), sharing this operator's arrays."""
         return self._with_scale(None)
 
@@ -137,9 +137,10 @@ class ConsensusOperator:
         labels = np.asarray(labels, dtype=np.int64)
         step = max(1, _SANDWICH_ENTRIES // self.n)
         out = np.zeros(self.n)
-        for start in range(0, int(labels.max()) + 1, step):
+        count = int(labels.max()) + 1
+        for start in range(0, count, step):
             inside = (labels >= start) & (labels < start + step)
-            E = np.zeros((self.n, step))
+            E = np.zeros((self.n, min(step, count - start)))
             E[np.flatnonzero(inside), labels[inside] - start] = 1.0
             Y = self.matmat(E)
             out[inside] = Y[np.flatnonzero(inside), labels[inside] - start]
@@ -151,7 +152,7 @@ class ConsensusOperator:
         step = max(1, _SANDWICH_ENTRIES // self.n)
         out = np.empty((c, c))
         for start in range(0, c, step):
-            out[:, start:start + step] = B.T @ self._product(B[:, start:start + step].toarray())
+            out[:, start : start + step] = B.T @ self._product(B[:, start : start + step].toarray())
         return out
 
     def entries(self, rows, cols) -> np.ndarray:
@@ -185,8 +186,7 @@ class ConsensusOperator:
             (self.n, self.n), matvec=self.matmat, matmat=self.matmat, dtype=float
         )
         v0 = np.full(self.n, 1.0 / np.sqrt(self.n))
-        return eigsh(linop, k=k_hat, which="LA", tol=tol, v0=v0,
-                     return_eigenvectors=False)
+        return eigsh(linop, k=k_hat, which="LA", tol=tol, v0=v0, return_eigenvectors=False)
 
     def to_dense(self) -> np.ndarray:
         """Materialise ``D S D`` (for small n: display and tests only)."""
@@ -309,9 +309,14 @@ def _shuffled_symmetric(S, rng: np.random.Generator):
     return out
 
 
-# The factored form lives in its own module; imported here (after the base class
-# exists) so every form is reachable from this one.
-from .factored import FactoredOperator  # noqa: E402
+def __getattr__(name: str):
+    # The factored form lives in its own module, which imports this one: it is
+    # reachable from here on first use, whichever of the two is imported first.
+    if name == "FactoredOperator":
+        from .factored import FactoredOperator
+
+        return FactoredOperator
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def operator_from_state(state: dict) -> ConsensusOperator:
@@ -330,7 +335,13 @@ def operator_from_state(state: dict) -> ConsensusOperator:
         if data is None:
             data = np.ones(indices.size)
         H = sp.csr_array((data, indices, indptr), shape=(n, int(state["K"])))
+        from .factored import FactoredOperator
+
         return FactoredOperator(H, scale, state.get("groups"))
+    if kind == "labels":
+        from .labels import LabelOperator
+
+        return LabelOperator(state["codes"], state["spans"], scale)
     raise ValueError(f"unknown operator kind {kind!r}")
 
 

@@ -16,29 +16,22 @@ from dataclasses import replace
 
 import numpy as np
 
-from .balance import DEFAULT_MAX_ITER, DEFAULT_TOL, balance
-from .clustering import (DEFAULT_MAX_ITERATIONS, DEFAULT_STABLE, DEFAULT_STARTS, iterate,
-                         iterate_best)
+from . import options as registry
+from .balance import balance
+from .clustering import iterate, iterate_best
 from .custom import custom_cluster, neighbours
 from .diagnostics import confidence, uncoupling_measure
 from .ensemble import ensemble_labels
 from .errors import SCAError
 from .inputs import check_data, consensus_operator, membership_operator, snn_operator
-from .spectral import DEFAULT_RULE, spectrum
+from .spectral import spectrum
 
-#: Options of the balancing / spectral / iteration stages and their defaults.
-DEFAULTS = {
-    "k": None, "k_hat": None, "min_k": None, "max_k": None, "rule": DEFAULT_RULE,
-    "seed": 0, "starts": DEFAULT_STARTS, "stable": DEFAULT_STABLE,
-    "max_iterations": DEFAULT_MAX_ITERATIONS, "split": "kmeans", "trace": False,
-    "reconsensus": False, "tol": DEFAULT_TOL,
-    "balance_max_iterations": DEFAULT_MAX_ITER, "x0": None,
-}
-
+#: Options of the balancing / spectral / iteration stages and their defaults (the
+#: registry's, :mod:`sca.options`).
+DEFAULTS = registry.defaults("core")
 
 #: Options of :func:`sca.clustering.iterate` among :data:`DEFAULTS`.
-ITERATION_OPTIONS = ("seed", "starts", "stable", "max_iterations", "split", "trace", "x0",
-                     "reconsensus")
+ITERATION_OPTIONS = tuple(o.name for o in registry.options_for("core", stages=("iteration",)))
 
 
 @contextmanager
@@ -74,18 +67,28 @@ def resolve_element(element, ids, n: int) -> int:
     return index
 
 
-def build_operator(data=None, ensemble=None, consensus=None, labels=None, snn=None,
-                   seed: int = 0, timings: dict | None = None, progress=None):
+def build_operator(
+    data=None,
+    ensemble=None,
+    consensus=None,
+    labels=None,
+    snn=None,
+    seed: int = 0,
+    timings: dict | None = None,
+    progress=None,
+):
     """Reach the consensus operator from exactly one input.
 
     Returns ``(operator, X)`` where X is the raw data (or None).
     """
     timings = {} if timings is None else timings
-    given = [name for name, value in (("data", data), ("consensus", consensus),
-                                      ("labels", labels)) if value is not None]
-    if len(given) != 1:
-        raise SCAError("give exactly one input: data (with ensemble or snn), consensus or "
-                       f"labels; got {given or 'none'}", "input")
+    registry.one_input(
+        [
+            name
+            for name, value in (("data", data), ("consensus", consensus), ("labels", labels))
+            if value is not None
+        ]
+    )
     if consensus is not None:
         with timed(timings, "consensus"):
             return consensus_operator(consensus), None
@@ -95,25 +98,31 @@ def build_operator(data=None, ensemble=None, consensus=None, labels=None, snn=No
     if (ensemble is None) == (snn is None):
         raise SCAError("data needs exactly one of ensemble or snn", "ensemble")
     if snn is not None:
-        kappa, metric = (snn, "euclidean") if not isinstance(snn, dict) else (
-            snn.get("kappa"), snn.get("metric", "euclidean"))
+        kappa, metric = (
+            (snn, "euclidean")
+            if not isinstance(snn, dict)
+            else (snn.get("kappa"), snn.get("metric", "euclidean"))
+        )
         with timed(timings, "consensus"):
             X = check_data(data)
-            return snn_operator(X, kappa, metric), X
+            return snn_operator(X, kappa, metric), X  # type: ignore[arg-type]  # checked there
     with timed(timings, "ensemble"):
         X = check_data(data)
-        runs = ensemble_labels(X, ensemble, seed, progress=None if progress is None else (
-            lambda done, total: progress("ensemble", done / total)))
+        runs = ensemble_labels(
+            X,
+            ensemble,
+            seed,
+            progress=None
+            if progress is None
+            else (lambda done, total: progress("ensemble", done / total)),
+        )
     with timed(timings, "consensus"):
         return membership_operator(runs), X
 
 
-def _options(options: dict | None) -> dict:
-    opts = {**DEFAULTS, **(options or {})}
-    unknown = set(opts) - set(DEFAULTS)
-    if unknown:
-        raise SCAError(f"unknown options {sorted(unknown)}", "options")
-    return opts
+def _options(options: dict | None, n: int | None = None) -> dict:
+    """The options with defaults filled in, checked by the registry (against n when given)."""
+    return registry.validate(options, n=n, scope="core")
 
 
 def prepare(S, options: dict | None = None, timings: dict | None = None, progress=None):
@@ -121,7 +130,7 @@ def prepare(S, options: dict | None = None, timings: dict | None = None, progres
 
     ``progress(stage, fraction)``, when given, is called as each stage starts.
     """
-    opts = _options(options)
+    opts = _options(options, S.n)
     timings = {} if timings is None else timings
     if progress is not None:
         progress("balancing", 0.0)
@@ -130,8 +139,15 @@ def prepare(S, options: dict | None = None, timings: dict | None = None, progres
     if progress is not None:
         progress("spectral", 0.0)
     with timed(timings, "spectral"):
-        spec = spectrum(balanced.P, k=opts["k"], k_hat=opts["k_hat"], min_k=opts["min_k"],
-                        max_k=opts["max_k"], rule=opts["rule"], seed=opts["seed"])
+        spec = spectrum(
+            balanced.P,
+            k=opts["k"],
+            k_hat=opts["k_hat"],
+            min_k=opts["min_k"],
+            max_k=opts["max_k"],
+            rule=opts["rule"],
+            seed=opts["seed"],
+        )
     return balanced, spec
 
 
@@ -141,7 +157,7 @@ def run_stages(S, options: dict | None = None, timings: dict | None = None, prog
     Returns ``(balanced, spectrum_result, iteration_result, timings)``;
     ``progress(stage, fraction)`` is called as each stage starts.
     """
-    opts = _options(options)
+    opts = _options(options, S.n)
     timings = {} if timings is None else timings
     balanced, spec = prepare(S, opts, timings, progress)
     if progress is not None:
@@ -171,37 +187,56 @@ def iteration_dict(P, spectrum: dict, options: dict):
     k, scores, result = iteration(P, spectrum["k"], spectrum.get("k_candidates") or (), options)
     values = spectrum["eigenvalues"]
     gap = values[k - 1] - values[k] if k < len(values) else None
-    return {**spectrum, "k": k, "gap": spectrum["gap"] if k == spectrum["k"] else gap,
-            "k_scores": {str(c): v for c, v in scores.items()}}, result
+    return {
+        **spectrum,
+        "k": k,
+        "gap": spectrum["gap"] if k == spectrum["k"] else gap,
+        "k_scores": {str(c): v for c, v in scores.items()},
+    }, result
 
 
 def balance_dict(balanced) -> dict:
     """What the result reports of balancing (JSON-ready)."""
-    return {"iterations": int(balanced.iterations), "residual": float(balanced.residual),
-            "components": int(balanced.n_components)}
+    return {
+        "iterations": int(balanced.iterations),
+        "residual": float(balanced.residual),
+        "components": int(balanced.n_components),
+    }
 
 
 def spectrum_dict(spec) -> dict:
     """What the result reports of the spectrum (JSON-ready; no gap is ``None``)."""
-    return {"k": int(spec.k), "eigenvalues": spec.eigenvalues.tolist(),
-            "lambda2": spec.lambda2, "gap": None if np.isnan(spec.gap) else spec.gap,
-            "rule": spec.rule, "k_hat": spec.k_hat, "noise_floor": spec.floor,
-            "k_signal": spec.k_signal, "structure": spec.structure,
-            "k_hat_capped": spec.capped, "notes": list(spec.notes),
-            "k_candidates": list(spec.candidates),
-            "k_scores": {str(k): v for k, v in spec.scores.items()}}
+    return {
+        "k": int(spec.k),
+        "eigenvalues": spec.eigenvalues.tolist(),
+        "lambda2": spec.lambda2,
+        "gap": None if np.isnan(spec.gap) else spec.gap,
+        "rule": spec.rule,
+        "k_hat": spec.k_hat,
+        "noise_floor": spec.floor,
+        "k_signal": spec.k_signal,
+        "structure": spec.structure,
+        "k_hat_capped": spec.capped,
+        "notes": list(spec.notes),
+        "k_candidates": list(spec.candidates),
+        "k_scores": {str(k): v for k, v in spec.scores.items()},
+    }
 
 
-def result_dict(S, P, balance: dict, spectrum: dict, result, ids=None,
-                timings: dict | None = None) -> dict:
+def result_dict(
+    S, P, balance: dict, spectrum: dict, result, ids=None, timings: dict | None = None
+) -> dict:
     """The JSON result of a clustering (same shape for the CLI and the service).
 
     ``balance`` and ``spectrum`` are :func:`balance_dict` and
     :func:`spectrum_dict` (a worker stores them between stages); ``timings``
     (seconds per stage) is reported when given.
     """
-    names = (lambda idx: [ids[i] for i in idx]) if ids is not None else (
-        lambda idx: [int(i) for i in idx])
+    names = (
+        (lambda idx: [ids[i] for i in idx])
+        if ids is not None
+        else (lambda idx: [int(i) for i in idx])
+    )
     labels = result.labels
     clusters = [names(np.flatnonzero(labels == c)) for c in range(int(labels.max()) + 1)]
     with timed({} if timings is None else timings, "diagnostics"):
@@ -230,8 +265,9 @@ def result_dict(S, P, balance: dict, spectrum: dict, result, ids=None,
         "balancing": dict(balance),
         "iterations": result.iterations,
         "uncoupling": uncoupling,
-        "solutions": [{"labels": sol.tolist(), "frequency": freq}
-                      for sol, freq in result.solutions],
+        "solutions": [
+            {"labels": sol.tolist(), "frequency": freq} for sol, freq in result.solutions
+        ],
         "failed_starts": result.failed_starts,
         "rounds": result.rounds,
     }
@@ -240,12 +276,19 @@ def result_dict(S, P, balance: dict, spectrum: dict, result, ids=None,
     if result.membership is not None:
         out["membership"] = np.round(result.membership, 6).tolist()
     if result.trace is not None:
-        out["trace"] = [{"t": step["t"],
-                         "x": None if step["x"] is None else step["x"].tolist(),
-                         "clusters": None if step["labels"] is None else
-                         [names(np.flatnonzero(step["labels"] == c))
-                          for c in range(int(step["labels"].max()) + 1)]}
-                        for step in result.trace]
+        out["trace"] = [
+            {
+                "t": step["t"],
+                "x": None if step["x"] is None else step["x"].tolist(),
+                "clusters": None
+                if step["labels"] is None
+                else [
+                    names(np.flatnonzero(step["labels"] == c))
+                    for c in range(int(step["labels"].max()) + 1)
+                ],
+            }
+            for step in result.trace
+        ]
     if timings is not None:
         out["timings"] = {stage: round(sec, 6) for stage, sec in timings.items()}
     return out
@@ -258,20 +301,34 @@ def cluster(ids=None, options=None, progress=None, **inputs) -> dict:
     S, _ = build_operator(seed=seed, timings=timings, progress=progress, **inputs)
     ids = check_ids(ids, S.n)
     balanced, spec, result, timings = run_stages(S, options, timings, progress)
-    return result_dict(S, balanced.P, balance_dict(balanced), spectrum_dict(spec), result, ids,
-                       timings)
+    return result_dict(
+        S, balanced.P, balance_dict(balanced), spectrum_dict(spec), result, ids, timings
+    )
 
 
-def custom_result(P, element, ids=None, k: int = 2, min_size: int = 1, max_size=None,
-                  max_iterations: int = 1000, X=None, limit: int | None = None) -> dict:
+def custom_result(
+    P,
+    element,
+    ids=None,
+    k: int = 2,
+    min_size: int = 1,
+    max_size=None,
+    max_iterations: int = 1000,
+    X=None,
+    limit: int | None = None,
+) -> dict:
     """The custom cluster of one element, plus raw-data neighbours when X is given."""
     ids = check_ids(ids, P.n)
     index = resolve_element(element, ids, P.n)
     name = (lambda i: ids[i]) if ids is not None else int
     found = custom_cluster(P, index, k, min_size, max_size, max_iterations, limit)
-    out = {"element": name(index), "cluster": [name(i) for i in found.cluster],
-           "ranked": [{"id": name(i), "score": s} for i, s in found.ranked],
-           "iterations": found.iterations, "k": k}
+    out = {
+        "element": name(index),
+        "cluster": [name(i) for i in found.cluster],
+        "ranked": [{"id": name(i), "score": s} for i, s in found.ranked],
+        "iterations": found.iterations,
+        "k": k,
+    }
     if X is not None:
         for method in ("euclidean", "cosine"):
             near = neighbours(X, index, method, limit or 6)

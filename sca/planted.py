@@ -19,11 +19,12 @@ def planted_truth(n: int, sizes, rng: np.random.Generator) -> np.ndarray:
     return rng.permutation(truth)
 
 
-def planted_runs(truth: np.ndarray, runs: int, noise: float,
-                 rng: np.random.Generator) -> np.ndarray:
+def planted_runs(
+    truth: np.ndarray, runs: int, noise: float, rng: np.random.Generator, dtype=np.int32
+) -> np.ndarray:
     """``n x runs`` labels: each run relabels a ``noise`` fraction at random."""
     n, k = truth.size, int(truth.max()) + 1
-    labels = np.empty((n, runs), dtype=np.int32)
+    labels = np.empty((n, runs), dtype=dtype)
     for j in range(runs):
         run = truth.copy()
         flip = rng.random(n) < noise

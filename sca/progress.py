@@ -35,8 +35,9 @@ class StageProgress:
         redraws).
     """
 
-    def __init__(self, stream=None, enabled: bool | None = None, width: int = 24,
-                 min_interval: float = 0.1):
+    def __init__(
+        self, stream=None, enabled: bool | None = None, width: int = 24, min_interval: float = 0.1
+    ):
         self.stream = sys.stderr if stream is None else stream
         if enabled is None:
             isatty = getattr(self.stream, "isatty", None)
@@ -44,7 +45,7 @@ class StageProgress:
         self.enabled = enabled
         self.width = width
         self.min_interval = min_interval
-        self._stage = None
+        self._stage: str | None = None
         self._drawn = 0.0
         self._length = 0
 

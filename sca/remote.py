@@ -16,45 +16,65 @@ import json
 import os
 import sys
 
+from . import options as registry
 from .errors import SCAError
-from .spectral import RULES
+
+CLIENT_EXTRA = "pip install 'stochastic-clustering[client]'"
 
 
 def add_submit_command(sub) -> None:
     """Add ``submit`` to an argparse subparsers action."""
-    from .cli import add_input_arguments
+    from .cli import add_input_arguments, add_option_arguments
 
-    p = sub.add_parser("submit", help="submit a clustering job to the service and wait for it")
-    p.add_argument("--url", default=os.environ.get("SCA_URL"),
-                   required=not os.environ.get("SCA_URL"),
-                   help="the service's base URL (default $SCA_URL)")
-    p.add_argument("--api-key", default=os.environ.get("SCA_API_KEY"),
-                   help="API key, sent as a bearer token (default $SCA_API_KEY)")
+    p = sub.add_parser(
+        "submit",
+        help="submit a clustering job to the service and wait for it",
+        description="Submit a clustering job to the service, wait for it and "
+        "print the job (with its result) as JSON; needs the client extra.",
+    )
+    service = p.add_argument_group("service")
+    service.add_argument(
+        "--url",
+        default=os.environ.get("SCA_URL"),
+        required=not os.environ.get("SCA_URL"),
+        help="the service's base URL (default: $SCA_URL)",
+    )
+    service.add_argument(
+        "--api-key",
+        default=os.environ.get("SCA_API_KEY"),
+        metavar="KEY",
+        help="API key, sent as a bearer token (default: $SCA_API_KEY)",
+    )
     add_input_arguments(p)
-    src = p.add_argument_group("upload")
-    src.add_argument("--upload", action="store_true",
-                     help="send the matrix as an .npy file (multipart) instead of JSON")
-    opt = p.add_argument_group("options")
-    for name in ("k", "k-hat", "min-k", "max-k", "seed", "ensemble-seed", "starts", "stable",
-                 "max-iterations"):
-        opt.add_argument(f"--{name}", type=int)
-    opt.add_argument("--rule", choices=RULES)
-    opt.add_argument("--split", choices=["kmeans", "gaps"])
-    opt.add_argument("--trace", action="store_true", help="record x_t per step")
-    opt.add_argument("--reconsensus", action="store_true",
-                     help="re-cluster the consensus of the starts' solutions until one remains")
+    service.add_argument(
+        "--upload",
+        action="store_true",
+        help="send the matrix as an .npy file (multipart) instead of JSON",
+    )
+    add_option_arguments(p.add_argument_group("clustering"), registry.options_for("job"))
     out = p.add_argument_group("output")
     out.add_argument("--no-wait", action="store_true", help="print the accepted job and exit")
-    out.add_argument("--timeout", type=float, help="seconds to wait for the job")
+    out.add_argument(
+        "--timeout",
+        type=float,
+        metavar="SECONDS",
+        help="seconds to wait for the job (default: no limit)",
+    )
     out.add_argument("--plots", metavar="DIR", help="also save the job's plots in DIR")
-    out.add_argument("--plot-format", choices=["png", "svg", "both"], default="png")
+    out.add_argument(
+        "--plot-format",
+        choices=["png", "svg", "both"],
+        default="png",
+        help="format of the plots (default: png)",
+    )
 
 
 def _options(args) -> dict:
-    names = ("k", "k_hat", "min_k", "max_k", "rule", "seed", "ensemble_seed", "starts",
-             "stable", "max_iterations", "split")
-    options = {name: getattr(args, name) for name in names if getattr(args, name) is not None}
-    options.update({flag: True for flag in ("trace", "reconsensus") if getattr(args, flag)})
+    """The options given (the service fills in the rest), checked as the API will."""
+    from .cli import given_options
+
+    options = given_options(args, registry.options_for("job"))
+    registry.validate(options, scope="job")
     return options
 
 
@@ -65,21 +85,35 @@ def _fail(message: str, code: int) -> int:
 
 def run_submit(args) -> int:
     """Carry out ``sca submit``: 0 done, 1 job failed, 2 bad input, 3 service unreachable."""
+    from importlib.util import find_spec
+
+    if find_spec("requests") is None:
+        return _fail(f"the client extra is not installed (requests is missing): {CLIENT_EXTRA}", 2)
     from . import client as c
     from .cli import read_inputs
 
     try:
+        options = _options(args)
         inputs, ids = read_inputs(args)
     except SCAError as exc:
         return _fail(f"error [{exc.field}]: {exc}", 2)
     snn = inputs.get("snn")
     if inputs.get("data") is not None and snn is None and not inputs.get("ensemble"):
         return _fail("error [data]: --data needs --ensemble or --snn", 2)
-    kind = next(name for name in ("consensus", "data", "labels") if inputs.get(name) is not None)
+    try:
+        kind = registry.one_input([name for name, value in inputs.items() if value is not None])
+    except SCAError as exc:
+        return _fail(f"error [{exc.field}]: {exc}", 2)
     api = c.Client(args.url, api_key=args.api_key)
     try:
-        job = api.submit(**{kind: inputs[kind]}, ensemble=inputs.get("ensemble") or None,
-                         snn=snn, ids=ids, options=_options(args) or None, upload=args.upload)
+        job = api.submit(
+            **{kind: inputs[kind]},
+            ensemble=inputs.get("ensemble") or None,
+            snn=snn,
+            ids=ids,
+            options=options or None,
+            upload=args.upload,
+        )
         if args.no_wait:
             document = job.accepted
         else:
@@ -115,4 +149,3 @@ def _save_plots(job, document: dict, directory: str, plot_format: str) -> None:
         for fmt in formats:
             (target / f"{name}.{fmt}").write_bytes(job.plot(name, fmt))
     print(f"sca submit: wrote {len(names) * len(formats)} plots to {target}", file=sys.stderr)
-

@@ -42,13 +42,13 @@ import numpy as np
 from .errors import SCAError
 from .null import ZERO, NoiseFloor, noise_floor
 from .operators import ConsensusOperator
+from .options import OPTIONS, RULES, validate  # noqa: F401 - RULES re-exported
 
 #: Eigenvalues computed first when not all of them are cheap (the noise rule grows from here).
 DEFAULT_K_HAT = 20
 #: The noise rule grows k̂ no further than this (and never past n).
 MAX_K_HAT = 1000
-RULES = ("noise", "gap", "perron")
-DEFAULT_RULE = "noise"
+DEFAULT_RULE = OPTIONS["rule"].default
 #: Below this n a null draw is too coarse (at n = 3 every rearrangement of S is the same
 #: matrix; at n = 6 the paper's baseball consensus is within the null's spread).
 MIN_NULL_N = 30
@@ -112,48 +112,38 @@ def largest_gap_k(eigenvalues, min_k: int = 2, max_k: int | None = None) -> int:
     nonzero = int(np.sum(values > ZERO))
     top = min(top, max(nonzero - 1, min_k))
     if top < min_k:
-        raise SCAError(f"need more than {min_k} eigenvalues to choose k in "
-                       f"[{min_k}, {max_k}]; raise k_hat", "options.k_hat")
-    gaps = values[min_k - 1:top] - values[min_k:top + 1]
+        raise SCAError(
+            f"need more than {min_k} eigenvalues to choose k in [{min_k}, {max_k}]; raise k_hat",
+            "options.k_hat",
+        )
+    gaps = values[min_k - 1 : top] - values[min_k : top + 1]
     return int(np.argmax(gaps)) + min_k
 
 
-def check_spectrum_options(n: int, k=None, k_hat=None, min_k=None, max_k=None,
-                           rule: str = DEFAULT_RULE) -> int | None:
+def check_spectrum_options(
+    n: int, k=None, k_hat=None, min_k=None, max_k=None, rule: str = DEFAULT_RULE
+) -> int | None:
     """Check the spectral options against n; returns the explicit k_hat (or None).
 
     Kept apart from :func:`spectrum` so a caller can refuse bad options before
-    any work (the service does, at submission).
+    any work (the service does, at submission).  The rules are the registry's
+    (:func:`sca.options.validate`), so the core, both command lines and the
+    API refuse the same values with the same words.
     """
-    if rule not in RULES:
-        raise SCAError(f"k rule must be one of {RULES}, got {rule!r}", "options.rule")
-    if k is not None and not (_is_int(k) and 1 <= k <= n):
-        raise SCAError(f"k must be an integer in [1, n] = [1, {n}], got {k!r}", "options.k")
-    if min_k is not None and not (_is_int(min_k) and 1 <= min_k <= n):
-        raise SCAError(f"min_k must be an integer in [1, n] = [1, {n}], got {min_k!r}",
-                       "options.min_k")
-    low = max(min_k or 1, 1)
-    if max_k is not None and not (_is_int(max_k) and max_k >= low):
-        raise SCAError(f"max_k must be an integer >= min_k = {low}, got {max_k!r}",
-                       "options.max_k")
-    if k_hat is None:
-        return None
-    # "gap" reads λ_j - λ_{j+1} for j >= min_k (2), "perron" needs one gap; "noise" counts.
-    least = 1 if rule == "noise" or k is not None else (
-        2 if rule == "perron" else (min_k or 2) + 1)
-    if not (_is_int(k_hat) and least <= k_hat <= n):
-        raise SCAError(f"k_hat must be an integer in [{least}, n] = [{least}, {n}] for rule "
-                       f"{rule!r}, got {k_hat!r}", "options.k_hat")
-    return int(k_hat)
+    validate({"k": k, "k_hat": k_hat, "min_k": min_k, "max_k": max_k, "rule": rule}, n=n)
+    return None if k_hat is None else int(k_hat)
 
 
-def _is_int(value) -> bool:
-    return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
-
-
-def spectrum(P: ConsensusOperator, k: int | None = None, k_hat: int | None = None,
-             min_k: int | None = None, max_k: int | None = None, rule: str = DEFAULT_RULE,
-             seed: int = 0, max_k_hat: int = MAX_K_HAT) -> SpectrumResult:
+def spectrum(
+    P: ConsensusOperator,
+    k: int | None = None,
+    k_hat: int | None = None,
+    min_k: int | None = None,
+    max_k: int | None = None,
+    rule: str = DEFAULT_RULE,
+    seed: int = 0,
+    max_k_hat: int = MAX_K_HAT,
+) -> SpectrumResult:
     """Eigenvalues of P and the number of clusters.
 
     Parameters
@@ -184,20 +174,27 @@ def spectrum(P: ConsensusOperator, k: int | None = None, k_hat: int | None = Non
     notes = []
     null = None
     if rule == "noise":
-        null = (NoiseFloor(np.array([0.5]), np.empty((0, 1))) if n < MIN_NULL_N
-                else noise_floor(P.unscaled(), seed))
+        null = (
+            NoiseFloor(np.array([0.5]), np.empty((0, 1)))
+            if n < MIN_NULL_N
+            else noise_floor(P.unscaled(), seed)
+        )
         if n < MIN_NULL_N:
-            notes.append(f"n = {n} is too small for a null reference: k counts the "
-                         "eigenvalues above 1/2")
+            notes.append(
+                f"n = {n} is too small for a null reference: k counts the eigenvalues above 1/2"
+            )
     floor = None if null is None else null.floor
     values, capped = _eigenvalues(P, fixed, None if null is None else null.floors[-1], max_k_hat)
     k_signal = None if null is None else null.signal(values)
     if capped:
-        notes.append(f"all {values.size} eigenvalues computed lie above the noise floor; "
-                     "there may be more clusters: raise k_hat")
+        notes.append(
+            f"all {values.size} eigenvalues computed lie above the noise floor; "
+            "there may be more clusters: raise k_hat"
+        )
     candidates = ()
     if k is None:
         if rule == "noise":
+            assert k_signal is not None  # the noise rule always has its null
             k = int(np.clip(k_signal, min_k or 1, max_k or n))
             candidates = _candidates(values, k_signal, min_k or 1, max_k or n)
         elif rule == "perron":
@@ -205,12 +202,15 @@ def spectrum(P: ConsensusOperator, k: int | None = None, k_hat: int | None = Non
         else:
             k = largest_gap_k(values, min_k or 2, max_k)
     if k_signal == 1:
-        notes.append("no cluster structure: no eigenvalue of P but λ1 = 1 rises above the "
-                     "noise floor of the same input with its structure destroyed")
+        notes.append(
+            "no cluster structure: no eigenvalue of P but λ1 = 1 rises above the "
+            "noise floor of the same input with its structure destroyed"
+        )
     gap = float(values[k - 1] - values[k]) if k < values.size else float("nan")
     lambda2 = float(values[1]) if values.size > 1 else float("nan")
-    return SpectrumResult(values, int(k), lambda2, gap, rule, floor, k_signal, capped,
-                          tuple(notes), candidates)
+    return SpectrumResult(
+        values, int(k), lambda2, gap, rule, floor, k_signal, capped, tuple(notes), candidates
+    )
 
 
 def _candidates(values: np.ndarray, k_signal: int, low: int, high: int) -> tuple:
@@ -220,22 +220,24 @@ def _candidates(values: np.ndarray, k_signal: int, low: int, high: int) -> tuple
     found = {k_signal}
     if k_signal > 2:
         found.add(largest_gap_k(values, 2, k_signal))
-    if k_signal + 1 < values.size and (values[k_signal - 1] - values[k_signal]
-                                       < values[k_signal] - values[k_signal + 1]):
+    if k_signal + 1 < values.size and (
+        values[k_signal - 1] - values[k_signal] < values[k_signal] - values[k_signal + 1]
+    ):
         found.add(k_signal + 1)
     found = {int(np.clip(k, low, high)) for k in found}
     return tuple(sorted(found)) if len(found) > 1 else ()
 
 
-def _eigenvalues(P: ConsensusOperator, k_hat: int | None, floor: float | None,
-                 max_k_hat: int) -> tuple[np.ndarray, bool]:
+def _eigenvalues(
+    P: ConsensusOperator, k_hat: int | None, floor: float | None, max_k_hat: int
+) -> tuple[np.ndarray, bool]:
     """P's largest eigenvalues: k_hat of them, all when cheap, or grown to the floor."""
     if k_hat is not None:
         return P.eigenvalues(k_hat), False
     if P.full_spectrum_cheap:
         values = P.eigenvalues(None)
         # the zeros past the rank of S (label runs) say nothing: keep one
-        return values[:max(2, min(values.size, int(np.sum(values > ZERO)) + 1))], False
+        return values[: max(2, min(values.size, int(np.sum(values > ZERO)) + 1))], False
     k_hat, cap = min(DEFAULT_K_HAT, P.n), min(max(int(max_k_hat), DEFAULT_K_HAT), P.n)
     while True:
         values = P.eigenvalues(k_hat)

@@ -31,11 +31,11 @@ import sys
 import time
 
 import numpy as np
+from shared import DATA, PEER_MAX_N, load_labels, load_matrix, spectral_clustering
 from sklearn.metrics import adjusted_rand_score
 
 import sca
 from sca.planted import planted_runs, planted_truth
-from shared import DATA, PEER_MAX_N, load_labels, load_matrix, spectral_clustering
 
 NO_STRUCTURE, WEAK, PLANTED, DATA_SETS = "no structure", "weak", "planted", "data"
 
@@ -72,22 +72,37 @@ def peers(S: sca.FactoredOperator, runs: int, k_true: int, seed: int) -> dict:
     return out
 
 
-def score(kind: str, S, runs: int, truth, seed: int) -> dict:
+def score(kind: str, S, runs: int, truth, seed: int, sparse=None) -> dict:
     k_true = int(np.unique(truth).size)
     t = time.perf_counter()
     _, spec, found, _ = sca.run_stages(S, {"seed": seed})
     ari = lambda labels: float(adjusted_rand_score(truth, labels))  # noqa: E731
-    row = {"kind": kind, "n": S.n, "k_true": k_true, "k": spec.k, "ari": ari(found.labels),
-           "seconds": time.perf_counter() - t,
-           # the alternatives, read off the same spectrum: the null's top eigenvalue
-           # alone as the floor, the largest gap among λ2..λk̂, the Perron cluster
-           "k_edge": max(1, int(np.sum(spec.eigenvalues > spec.floor))),
-           "k_gap": sca.largest_gap_k(spec.eigenvalues) if spec.k_hat > 2 else 1,
-           "k_perron": sca.perron_cluster(spec.eigenvalues)}
+    same = None
+    if sparse is not None:  # the same stages on the sparse H of the same runs
+        _, spec_h, found_h, _ = sca.run_stages(sparse, {"seed": seed})
+        same = int(spec_h.k == spec.k and np.array_equal(found_h.labels, found.labels))
+    row = {
+        "kind": kind,
+        "n": S.n,
+        "k_true": k_true,
+        "k": spec.k,
+        "ari": ari(found.labels),
+        "seconds": time.perf_counter() - t,
+        # the alternatives, read off the same spectrum: the null's top eigenvalue
+        # alone as the floor, the largest gap among λ2..λk̂, the Perron cluster
+        "k_edge": max(1, int(np.sum(spec.eigenvalues > spec.floor))),
+        "k_gap": sca.largest_gap_k(spec.eigenvalues) if spec.k_hat > 2 else 1,
+        "k_perron": sca.perron_cluster(spec.eigenvalues),
+        "same_as_h": same,
+    }
     if S.n <= PEER_MAX_N:
         p = peers(S, runs, k_true, seed)
-        row.update(ea_k=p["ea_k"], ea_ari=ari(p["ea_labels"]), hdb_k=p["hdb_k"],
-                   hdb_ari=ari(p["hdb_labels"]))
+        row.update(
+            ea_k=p["ea_k"],
+            ea_ari=ari(p["ea_labels"]),
+            hdb_k=p["hdb_k"],
+            hdb_ari=ari(p["hdb_labels"]),
+        )
         if "sc_labels" in p:
             row["sc_ari"] = ari(p["sc_labels"])
     return row
@@ -98,65 +113,121 @@ def cases(quick: bool):
     for seed in seeds:
         rng = np.random.default_rng(seed)
         for n, r, k in ((300, 50, 5), (1800, 100, 5)) + (() if quick else ((100_000, 100, 5),)):
-            yield NO_STRUCTURE, f"random labels n={n} r={r}", seed, rng.integers(0, k, (n, r)), \
-                np.zeros(n, dtype=int)
+            yield (
+                NO_STRUCTURE,
+                f"random labels n={n} r={r}",
+                seed,
+                rng.integers(0, k, (n, r)),
+                np.zeros(n, dtype=int),
+            )
         truth = planted_truth(300, [1, 1, 1], rng)
         yield WEAK, "3 blocks n=300 r=5 60% random", seed, planted_runs(truth, 5, 0.6, rng), truth
         for n in (4000,) if quick else (4000, 100_000):
             for blocks in (10, 20, 40):
                 truth = planted_truth(n, [1] * blocks, rng)
-                yield PLANTED, f"{blocks} blocks n={n}", seed, planted_runs(truth, 100, 0.5, rng), \
-                    truth
+                yield (
+                    PLANTED,
+                    f"{blocks} blocks n={n}",
+                    seed,
+                    planted_runs(truth, 100, 0.5, rng),
+                    truth,
+                )
         truth = rng.permutation(np.repeat(np.arange(5), [2000, 500, 100, 30, 10]))
         yield PLANTED, "blocks 2000,500,100,30,10", seed, planted_runs(truth, 100, 0.3, rng), truth
         X = load_matrix(DATA / "iris" / "X.csv")
         runs = sca.ensemble_labels(X, [{"algorithm": "kmeans", "k": [3, 4], "runs": 50}], seed)
-        yield DATA_SETS, "iris kmeans(3,4)x50", seed, runs, load_labels(DATA / "iris" / "labels.csv")
+        truth = load_labels(DATA / "iris" / "labels.csv")
+        yield DATA_SETS, "iris kmeans(3,4)x50", seed, runs, truth
         X = load_matrix(DATA / "leukemia" / "X.csv")
         runs = sca.ensemble_labels(X, [{"algorithm": "nmf", "k": 3, "runs": 100}], seed)
-        yield DATA_SETS, "leukemia nmf(3)x100", seed, runs, \
-            load_labels(DATA / "leukemia" / "labels.csv")
+        yield (
+            DATA_SETS,
+            "leukemia nmf(3)x100",
+            seed,
+            runs,
+            load_labels(DATA / "leukemia" / "labels.csv"),
+        )
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument(
+        "--compare-sparse",
+        action="store_true",
+        help="also run the stages on the sparse H of the same runs; column "
+        "'same H' is 1 when k and the clusters are identical",
+    )
     args = parser.parse_args(argv)
-    cols = [("k_true", "true k"), ("k", "sca k"), ("ari", "sca ARI"), ("k_edge", "edge k"),
-            ("k_gap", "gap k"), ("k_perron", "Perron k"), ("ea_k", "EA k"),
-            ("ea_ari", "EA ARI"), ("hdb_k", "HDB k"), ("hdb_ari", "HDB ARI"),
-            ("sc_ari", "SC ARI")]
+    cols = [
+        ("k_true", "true k"),
+        ("k", "sca k"),
+        ("ari", "sca ARI"),
+        ("k_edge", "edge k"),
+        ("k_gap", "gap k"),
+        ("k_perron", "Perron k"),
+        ("ea_k", "EA k"),
+        ("ea_ari", "EA ARI"),
+        ("hdb_k", "HDB k"),
+        ("hdb_ari", "HDB ARI"),
+        ("sc_ari", "SC ARI"),
+    ] + ([("same_as_h", "same H")] if args.compare_sparse else [])
     print(f"{'case':<32} {'seed':>4} " + " ".join(f"{title:>8}" for _, title in cols), flush=True)
     rows = []
     for kind, name, seed, runs, truth in cases(args.quick):
-        row = score(kind, sca.membership_operator(runs), runs.shape[1], truth, seed)
+        sparse = None
+        if args.compare_sparse:
+            from sca.inputs import membership_factors
+
+            H, groups = membership_factors(runs)
+            sparse = sca.FactoredOperator(H, groups=groups)
+        row = score(kind, sca.membership_operator(runs), runs.shape[1], truth, seed, sparse)
         rows.append(row)
-        cells = [f"{'-':>8}" if row.get(c) is None else f"{row[c]:>8}" if isinstance(row[c], int)
-                 else f"{row[c]:>8.3f}" for c, _ in cols]
+        cells = [
+            f"{'-':>8}"
+            if row.get(c) is None
+            else f"{row[c]:>8}"
+            if isinstance(row[c], int)
+            else f"{row[c]:>8.3f}"
+            for c, _ in cols
+        ]
         print(f"{name:<32} {seed:>4} " + " ".join(cells), flush=True)
     of = lambda kind: [r for r in rows if r["kind"] == kind]  # noqa: E731
     none, weak, planted = of(NO_STRUCTURE), of(WEAK), of(PLANTED)
     with_peers = [r for r in planted if "ea_k" in r]
-    print(f"\nno structure: sca k = 1 in {sum(r['k'] == 1 for r in none)}/{len(none)}, EA "
-          f"{sum(r.get('ea_k') == 1 for r in none if 'ea_k' in r)}/"
-          f"{sum('ea_k' in r for r in none)}")
-    print(f"weak structure: sca k in {{true k, 1}} in "
-          f"{sum(r['k'] in (1, r['k_true']) for r in weak)}/{len(weak)}, "
-          f"EA {sum(r['ea_k'] in (1, r['k_true']) for r in weak)}/{len(weak)}")
-    print(f"planted: sca k right in {sum(r['k'] == r['k_true'] for r in planted)}/{len(planted)}"
-          f" (with peers: {sum(r['k'] == r['k_true'] for r in with_peers)}/{len(with_peers)}), "
-          f"EA lifetime k right in {sum(r['ea_k'] == r['k_true'] for r in with_peers)}/"
-          f"{len(with_peers)}")
-    for key, title in (("k_edge", "edge-only floor"), ("k_gap", "largest gap"),
-                       ("k_perron", "Perron cluster")):
-        print(f"alternative k rules, {title}: k = 1 on no structure "
-              f"{sum(r[key] == 1 for r in none)}/{len(none)}; weak in {{true k, 1}} "
-              f"{sum(r[key] in (1, r['k_true']) for r in weak)}/{len(weak)}; planted right "
-              f"{sum(r[key] == r['k_true'] for r in planted)}/{len(planted)}")
+    print(
+        f"\nno structure: sca k = 1 in {sum(r['k'] == 1 for r in none)}/{len(none)}, EA "
+        f"{sum(r.get('ea_k') == 1 for r in none if 'ea_k' in r)}/"
+        f"{sum('ea_k' in r for r in none)}"
+    )
+    print(
+        f"weak structure: sca k in {{true k, 1}} in "
+        f"{sum(r['k'] in (1, r['k_true']) for r in weak)}/{len(weak)}, "
+        f"EA {sum(r['ea_k'] in (1, r['k_true']) for r in weak)}/{len(weak)}"
+    )
+    print(
+        f"planted: sca k right in {sum(r['k'] == r['k_true'] for r in planted)}/{len(planted)}"
+        f" (with peers: {sum(r['k'] == r['k_true'] for r in with_peers)}/{len(with_peers)}), "
+        f"EA lifetime k right in {sum(r['ea_k'] == r['k_true'] for r in with_peers)}/"
+        f"{len(with_peers)}"
+    )
+    for key, title in (
+        ("k_edge", "edge-only floor"),
+        ("k_gap", "largest gap"),
+        ("k_perron", "Perron cluster"),
+    ):
+        print(
+            f"alternative k rules, {title}: k = 1 on no structure "
+            f"{sum(r[key] == 1 for r in none)}/{len(none)}; weak in {{true k, 1}} "
+            f"{sum(r[key] in (1, r['k_true']) for r in weak)}/{len(weak)}; planted right "
+            f"{sum(r[key] == r['k_true'] for r in planted)}/{len(planted)}"
+        )
     for name in ("iris", "leukemia"):
         data = [r for r in of(DATA_SETS) if r["n"] == (150 if name == "iris" else 38)]
-        print(f"{name}: sca ARI median {np.median([r['ari'] for r in data]):.3f}, EA ARI median "
-              f"{np.median([r['ea_ari'] for r in data]):.3f}")
+        print(
+            f"{name}: sca ARI median {np.median([r['ari'] for r in data]):.3f}, EA ARI median "
+            f"{np.median([r['ea_ari'] for r in data]):.3f}"
+        )
     return 0
 
 

@@ -9,10 +9,13 @@ average-linkage evidence accumulation (scipy) are timed and scored.
 
 Each size runs in a fresh process so the peak memory is its own; a small
 warm-up pass first takes imports and thread-pool start-up out of the timings
-of both the package and its peers.
+of both the package and its peers.  Then, for the same labels saved as
+``runs.npy``, the whole command ``sca cluster --labels runs.npy`` is timed
+in a process of its own (wall time with imports, and its peak RSS).
 
     python scripts/benchmark.py                      # n = 1e3, 1e4, 1e5, 1e6
     python scripts/benchmark.py --sizes 1000 10000 --repeats 3
+    python scripts/benchmark.py --sizes 10000000 --markdown   # README table rows
 """
 
 from __future__ import annotations
@@ -23,12 +26,16 @@ import resource
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 import tracemalloc
+from pathlib import Path
 
 import numpy as np
-
 from shared import PEER_MAX_N, spectral_clustering
+
+#: Above this n the second (tracemalloc) pass and the k rule's separate timing are skipped.
+TRACED_MAX_N = 1_000_000
 
 
 def _peak_rss_gib() -> float:
@@ -61,41 +68,92 @@ def run_stages(labels, seed: int):
 
 
 def one_size(n: int, runs: int, blocks: int, noise: float, seed: int, unequal: bool) -> dict:
+    from sklearn.metrics import adjusted_rand_score
+
     import sca
     from sca.planted import planted_runs, planted_truth
-    from sklearn.metrics import adjusted_rand_score
 
     warm_up(blocks, runs, seed)
     rng = np.random.default_rng(seed)
     sizes = list(range(1, blocks + 1)) if unequal else [1] * blocks
     truth = planted_truth(n, sizes, rng)
-    labels = planted_runs(truth, runs, noise, rng)
-    out = {"n": n, "runs": runs, "blocks": blocks, "unequal": unequal,
-           "rss_before_gib": _peak_rss_gib()}
-    S, *_, times = run_stages(labels, seed)
-    from sca.null import noise_floor  # the k rule's own cost: its null draws
-    t = time.perf_counter()
-    noise_floor(S, seed)
-    times["k_rule"] = time.perf_counter() - t
-    del S, _  # the results are dropped before the second pass
-    # Memory in a second pass: tracemalloc slows allocation-heavy code, so
-    # it is never on while timing.
-    tracemalloc.start()
-    S, balanced, spec, result, _ = run_stages(labels, seed)
-    _, peak = tracemalloc.get_traced_memory()
-    tracemalloc.stop()
+    labels = planted_runs(truth, runs, noise, rng, dtype=np.uint8)  # one byte per label
+    out = {
+        "n": n,
+        "runs": runs,
+        "blocks": blocks,
+        "unequal": unequal,
+        "rss_before_gib": _peak_rss_gib(),
+    }
+    S, balanced, spec, result, times = run_stages(labels, seed)
+    peak = None
+    if n <= TRACED_MAX_N:
+        from sca.null import noise_floor  # the k rule's own cost: its null draws
+
+        t = time.perf_counter()
+        noise_floor(S, seed)
+        times["k_rule"] = time.perf_counter() - t
+        del S, balanced, spec, result  # the results are dropped before the second pass
+        # Memory in a second pass: tracemalloc slows allocation-heavy code, so
+        # it is never on while timing.
+        tracemalloc.start()
+        S, balanced, spec, result, _ = run_stages(labels, seed)
+        _, peak = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
     times["stages"] = times["balancing"] + times["spectral"] + times["iteration"]
-    out.update({
-        "seconds": {k: round(v, 3) for k, v in times.items()},
-        "peak_traced_gib": round(peak / 2**30, 3),
-        "peak_rss_gib": round(_peak_rss_gib(), 3),
-        "k": spec.k, "perron_k": sca.perron_cluster(spec.eigenvalues),
-        "balancing_iterations": balanced.iterations, "iterations": result.iterations,
-        "ari": round(float(adjusted_rand_score(truth, result.labels)), 4),
-    })
+    out.update(
+        {
+            "seconds": {k: round(v, 3) for k, v in times.items()},
+            "peak_traced_gib": None if peak is None else round(peak / 2**30, 3),
+            "peak_rss_gib": round(_peak_rss_gib(), 3),
+            "k": spec.k,
+            "perron_k": sca.perron_cluster(spec.eigenvalues),
+            "balancing_iterations": balanced.iterations,
+            "iterations": result.iterations,
+            "ari": round(float(adjusted_rand_score(truth, result.labels)), 4),
+        }
+    )
     if n <= PEER_MAX_N:
         out["peers"] = peers(S.to_dense(), truth, runs, blocks, seed)
+    del S, balanced, spec, result
+    out["cli"] = cli(labels, truth, seed)
     return out
+
+
+def cli(labels: np.ndarray, truth: np.ndarray, seed: int) -> dict:
+    """``sca cluster --labels runs.npy`` in a process of its own: wall seconds
+    (imports included), peak RSS, k and ARI of what it printed."""
+    from sklearn.metrics import adjusted_rand_score
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path, out = Path(tmp) / "runs.npy", Path(tmp) / "out.json"
+        np.save(path, labels)
+        # The console script's own code, which then reports the process's VmHWM: a
+        # forked child's ru_maxrss would count this (large) parent's pages too.
+        code = (
+            "import atexit, re, sys\n"
+            "atexit.register(lambda: sys.stderr.write('VmHWM ' + re.search("
+            "r'VmHWM:\\s+(\\d+)', open('/proc/self/status').read()).group(1) + '\\n'))\n"
+            "from sca_service.cli import main\n"
+            f"sys.argv = ['sca', 'cluster', '--labels', {str(path)!r}, '--seed', '{seed}']\n"
+            "sys.exit(main())\n"
+        )
+        t = time.perf_counter()
+        with open(out, "w") as fp:
+            proc = subprocess.run(
+                [sys.executable, "-c", code], stdout=fp, stderr=subprocess.PIPE, text=True
+            )
+        wall = time.perf_counter() - t
+        if proc.returncode != 0:
+            raise RuntimeError(f"sca cluster failed: {proc.stderr[-2000:]}")
+        rss = int(proc.stderr.split("VmHWM ")[-1].split()[0]) * 1024
+        result = json.loads(out.read_text())
+    return {
+        "seconds": round(wall, 3),
+        "rss_gib": round(rss / 2**30, 3),
+        "k": result["k"],
+        "ari": round(float(adjusted_rand_score(truth, result["labels"])), 4),
+    }
 
 
 def peers(S: np.ndarray, truth: np.ndarray, runs: int, k: int, seed: int) -> dict:
@@ -106,16 +164,97 @@ def peers(S: np.ndarray, truth: np.ndarray, runs: int, k: int, seed: int) -> dic
     result = {}
     t = time.perf_counter()
     labels = spectral_clustering(S, k, seed)
-    result["spectral_clustering"] = {"seconds": round(time.perf_counter() - t, 3),
-                                     "ari": round(float(adjusted_rand_score(truth, labels)), 4)}
+    result["spectral_clustering"] = {
+        "seconds": round(time.perf_counter() - t, 3),
+        "ari": round(float(adjusted_rand_score(truth, labels)), 4),
+    }
     t = time.perf_counter()
     D = 1.0 - S / runs
     np.fill_diagonal(D, 0.0)
     tree = linkage(squareform(D, checks=False), method="average")
     labels = fcluster(tree, k, criterion="maxclust")
-    result["average_linkage"] = {"seconds": round(time.perf_counter() - t, 3),
-                                 "ari": round(float(adjusted_rand_score(truth, labels)), 4)}
+    result["average_linkage"] = {
+        "seconds": round(time.perf_counter() - t, 3),
+        "ari": round(float(adjusted_rand_score(truth, labels)), 4),
+    }
     return result
+
+
+def summary(n: int, rows: list) -> dict:
+    """Medians over the repeats of one size."""
+
+    def med(f):
+        values = [f(r) for r in rows]
+        return None if any(v is None for v in values) else statistics.median(values)
+
+    out = {"n": n, "repeats": len(rows)}
+    for key in ("build", "balancing", "spectral", "iteration", "stages"):
+        out[key] = med(lambda r: r["seconds"][key])
+    out["k_rule_share"] = med(
+        lambda r: (
+            r["seconds"].get("k_rule", None) and r["seconds"]["k_rule"] / r["seconds"]["stages"]
+        )
+    )
+    out["traced_gib"] = med(lambda r: r["peak_traced_gib"])
+    out["rss_gib"] = med(lambda r: r["peak_rss_gib"])
+    out["k"], out["ari"] = med(lambda r: r["k"]), med(lambda r: r["ari"])
+    out["cli_seconds"], out["cli_rss_gib"] = (
+        med(lambda r: r["cli"]["seconds"]),
+        med(lambda r: r["cli"]["rss_gib"]),
+    )
+    out["cli_k"], out["cli_ari"] = med(lambda r: r["cli"]["k"]), med(lambda r: r["cli"]["ari"])
+    if "peers" in rows[0]:
+        for peer in ("spectral_clustering", "average_linkage"):
+            out[peer] = med(lambda r: r["peers"][peer]["seconds"])
+            out[peer + "_ari"] = med(lambda r: r["peers"][peer]["ari"])
+        out["ratio"] = out["spectral_clustering"] / out["stages"]
+    return out
+
+
+MARKDOWN_HEADER = (
+    "| n | build | balancing | spectral | iteration | stages | k rule | peak traced | peak RSS "
+    "| k | ARI | SpectralClustering s (ARI) | ratio | average linkage s (ARI) "
+    "| sca cluster s | sca cluster RSS |\n"
+    "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: "
+    "| ---: | ---: | ---: |"
+)
+_POWERS = str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹")
+
+
+def _fmt(value, spec=".3f", suffix=""):
+    return "—" if value is None else f"{value:{spec}}{suffix}"
+
+
+def markdown_row(row: dict) -> str:
+    exponent = len(str(row["n"])) - 1
+    n = f"10{str(exponent).translate(_POWERS)}" if row["n"] == 10**exponent else str(row["n"])
+    cells = [n] + [
+        _fmt(row[key]) for key in ("build", "balancing", "spectral", "iteration", "stages")
+    ]
+    cells += [
+        _fmt(None if row["k_rule_share"] is None else 100 * row["k_rule_share"], ".0f", "%"),
+        _fmt(row["traced_gib"], ".3f", " GiB"),
+        _fmt(row["rss_gib"], ".2f", " GiB"),
+        _fmt(row["k"], ".0f"),
+        _fmt(row["ari"]),
+    ]
+    if "ratio" in row:
+        cells += [
+            f"{row['spectral_clustering']:.3g} ({row['spectral_clustering_ari']:.3f})",
+            f"{row['ratio']:.1f}×",
+            f"{row['average_linkage']:.3g} ({row['average_linkage_ari']:.3f})",
+        ]
+    else:
+        cells += ["—", "—", "—"]
+    cells += [_fmt(row["cli_seconds"], ".2f"), _fmt(row["cli_rss_gib"], ".2f", " GiB")]
+    return "| " + " | ".join(cells) + " |"
+
+
+def text_row(row: dict) -> str:
+    return "  ".join(
+        f"{key}={_fmt(value, '.4g') if isinstance(value, float) else value}"
+        for key, value in row.items()
+    )
 
 
 def main(argv=None) -> int:
@@ -126,48 +265,57 @@ def main(argv=None) -> int:
     parser.add_argument("--noise", type=float, default=0.5)
     parser.add_argument("--repeats", type=int, default=1, help="seeds per size (median shown)")
     parser.add_argument("--unequal", action="store_true", help="blocks of sizes 1:2:...:k")
+    parser.add_argument(
+        "--markdown", action="store_true", help="print the rows of the README's benchmark table"
+    )
     parser.add_argument("--one", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--seed", type=int, default=0, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.one:
-        print(json.dumps(one_size(args.one, args.runs, args.blocks, args.noise, args.seed,
-                                  args.unequal)))
+        print(
+            json.dumps(
+                one_size(args.one, args.runs, args.blocks, args.noise, args.seed, args.unequal)
+            )
+        )
         return 0
-    print(f"planted partitions: {args.blocks} {'unequal' if args.unequal else 'equal'} blocks, "
-          f"r = {args.runs} runs, noise {args.noise}; median of {args.repeats} seed(s)")
-    header = (f"{'n':>9} {'build':>7} {'balance':>8} {'spectral':>9} {'iterate':>8} "
-              f"{'stages':>7} {'k rule':>7} {'peakGiB':>8} {'rssGiB':>7} {'k':>3} {'ARI':>6} | "
-              f"{'SC s':>7} {'SC ARI':>6} {'ratio':>6} | {'avg-link s':>10} {'AL ARI':>6}")
-    print(header)
+    print(
+        f"planted partitions: {args.blocks} {'unequal' if args.unequal else 'equal'} blocks, "
+        f"r = {args.runs} runs, noise {args.noise}; median of {args.repeats} seed(s)"
+    )
+    rows_out = []
     for n in args.sizes:
         rows = []
         for rep in range(args.repeats):
-            cmd = [sys.executable, __file__, "--one", str(n), "--runs", str(args.runs),
-                   "--blocks", str(args.blocks), "--noise", str(args.noise),
-                   "--seed", str(args.seed + rep)] + (["--unequal"] if args.unequal else [])
+            cmd = [
+                sys.executable,
+                __file__,
+                "--one",
+                str(n),
+                "--runs",
+                str(args.runs),
+                "--blocks",
+                str(args.blocks),
+                "--noise",
+                str(args.noise),
+                "--seed",
+                str(args.seed + rep),
+            ] + (["--unequal"] if args.unequal else [])
             proc = subprocess.run(cmd, capture_output=True, text=True, check=True)
             rows.append(json.loads(proc.stdout.strip().splitlines()[-1]))
-        med = lambda f: statistics.median(f(r) for r in rows)  # noqa: E731
-        sec = lambda key: med(lambda r: r["seconds"][key])  # noqa: E731
-        line = (f"{n:>9} {sec('build'):>7.3f} {sec('balancing'):>8.3f} {sec('spectral'):>9.3f} "
-                f"{sec('iteration'):>8.3f} {sec('stages'):>7.3f} "
-                f"{100 * med(lambda r: r['seconds']['k_rule'] / r['seconds']['stages']):>6.0f}% "
-                f"{med(lambda r: r['peak_traced_gib']):>8.3f} "
-                f"{med(lambda r: r['peak_rss_gib']):>7.3f} {med(lambda r: r['k']):>3.0f} "
-                f"{med(lambda r: r['ari']):>6.3f} |")
-        if "peers" in rows[0]:
-            sc = med(lambda r: r["peers"]["spectral_clustering"]["seconds"])
-            line += (f" {sc:>7.3f} {med(lambda r: r['peers']['spectral_clustering']['ari']):>6.3f}"
-                     f" {sc / sec('stages'):>6.1f} |"
-                     f" {med(lambda r: r['peers']['average_linkage']['seconds']):>10.3f}"
-                     f" {med(lambda r: r['peers']['average_linkage']['ari']):>6.3f}")
-        else:
-            line += f" {'-':>7} {'-':>6} {'-':>6} | {'-':>10} {'-':>6}"
-        print(line, flush=True)
-    print("stages = balancing + spectral + iteration (from label runs); build = H from labels;"
-          " k rule = the noise floor's null draws (inside spectral), as a share of stages;"
-          " peakGiB = tracemalloc peak of build+stages; rssGiB = process peak RSS;"
-          " ratio = SpectralClustering seconds / stages seconds")
+        rows_out.append(summary(n, rows))
+        print(json.dumps(rows_out[-1]), flush=True)
+    print()
+    if args.markdown:
+        print(MARKDOWN_HEADER)
+    for row in rows_out:
+        print(markdown_row(row) if args.markdown else text_row(row))
+    print(
+        "stages = balancing + spectral + iteration (from label runs); build = the label"
+        " operator from the labels; k rule = the noise floor's null draws (inside spectral),"
+        " as a share of stages; traced = tracemalloc peak of build+stages; RSS = process"
+        " peak; ratio = SpectralClustering seconds / stages seconds; sca cluster = the whole"
+        " command on runs.npy (wall, imports included, and its peak RSS)"
+    )
     return 0
 
 

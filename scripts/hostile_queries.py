@@ -30,19 +30,20 @@ import time
 from collections import Counter
 
 import numpy as np
-
 from load import KEYS, Conn, start_service, stop_service, submit, wait
 
-HOSTILE = json.dumps({"element": 0, "min_size": 1234, "max_size": 1234,
-                      "max_iterations": 100_000}).encode()
+HOSTILE = json.dumps(
+    {"element": 0, "min_size": 1234, "max_size": 1234, "max_iterations": 100_000}
+).encode()
 
 
 def similar_client(port, job, stop, latencies, statuses, seed):
     conn, rng = Conn(port, KEYS[0]), np.random.default_rng(seed)
     while not stop.is_set():
         start = time.perf_counter()
-        status, _ = conn.request("GET", f"/v1/jobs/{job}/elements/{int(rng.integers(10_000))}"
-                                        f"/similar")
+        status, _ = conn.request(
+            "GET", f"/v1/jobs/{job}/elements/{int(rng.integers(10_000))}/similar"
+        )
         latencies.append(time.perf_counter() - start)
         statuses[status] += 1
 
@@ -61,12 +62,14 @@ def measure(port, job, similar_clients, hostile, seconds=None, repeat=False):
     """Similar latencies (and hostile answers) for ``seconds``, or until the hostile
     requests are answered."""
     stop, latencies, statuses, answers = threading.Event(), [], Counter(), []
-    similar = [threading.Thread(target=similar_client,
-                                args=(port, job, stop, latencies, statuses, i))
-               for i in range(similar_clients)]
-    attack = [threading.Thread(target=hostile_client,
-                               args=(port, job, stop if repeat else None, answers))
-              for _ in range(hostile)]
+    similar = [
+        threading.Thread(target=similar_client, args=(port, job, stop, latencies, statuses, i))
+        for i in range(similar_clients)
+    ]
+    attack = [
+        threading.Thread(target=hostile_client, args=(port, job, stop if repeat else None, answers))
+        for _ in range(hostile)
+    ]
     for thread in similar + attack:
         thread.start()
     start = time.monotonic()
@@ -83,14 +86,18 @@ def measure(port, job, similar_clients, hostile, seconds=None, repeat=False):
 
 def report(phase, elapsed, latencies, statuses, answers):
     print(f"\n{phase}: {elapsed:.1f} s")
-    print(f"  similar: {latencies.size} requests {dict(statuses)}, p50 "
-          f"{np.percentile(latencies, 50):.1f} ms, p99 {np.percentile(latencies, 99):.1f} ms, "
-          f"max {latencies.max():.1f} ms")
+    print(
+        f"  similar: {latencies.size} requests {dict(statuses)}, p50 "
+        f"{np.percentile(latencies, 50):.1f} ms, p99 {np.percentile(latencies, 99):.1f} ms, "
+        f"max {latencies.max():.1f} ms"
+    )
     if answers:
         seconds = np.array([s for _, s in answers])
-        print(f"  hostile custom clusters: {len(answers)} answers "
-              f"{dict(Counter(status for status, _ in answers))}, "
-              f"latency p50 {np.percentile(seconds, 50):.2f} s, max {seconds.max():.2f} s")
+        print(
+            f"  hostile custom clusters: {len(answers)} answers "
+            f"{dict(Counter(status for status, _ in answers))}, "
+            f"latency p50 {np.percentile(seconds, 50):.2f} s, max {seconds.max():.2f} s"
+        )
 
 
 def main(argv=None) -> int:
@@ -112,10 +119,14 @@ def main(argv=None) -> int:
         for _ in range(5):
             conn.request("GET", f"/v1/jobs/{job}/elements/0/similar")
         report("similar alone", *measure(port, job, args.similar_clients, 0, args.baseline))
-        report(f"{args.hostile} hostile custom clusters at once",
-               *measure(port, job, args.similar_clients, args.hostile))
-        report(f"{args.hostile} hostile clients back to back",
-               *measure(port, job, args.similar_clients, args.hostile, args.duration, True))
+        report(
+            f"{args.hostile} hostile custom clusters at once",
+            *measure(port, job, args.similar_clients, args.hostile),
+        )
+        report(
+            f"{args.hostile} hostile clients back to back",
+            *measure(port, job, args.similar_clients, args.hostile, args.duration, True),
+        )
     finally:
         stop_service(processes)
     return 0

@@ -9,7 +9,12 @@ seconds, each on one keep-alive connection, mixing:
 * ``POST /v1/jobs``: label runs of n = 38 ... 2,000 elements (new content each time);
 * ``GET /v1/jobs/{id}``: polls of submitted jobs;
 * ``GET .../similar`` and ``POST .../custom-clusters`` on the n = 10^4 job and
-  on the small finished jobs.
+  on the small finished jobs;
+* in a phase of their own (``--new-elements-duration``), ``POST .../queries``
+  placing one new element (its label in each of the 10 runs) into the n = 10^4
+  job, with its custom cluster and 10 most similar elements, half of the
+  requests, the other half custom clusters of existing elements on the same
+  job (the peer, measured under the same load).
 
 A first phase sends the queries alone (the target: similar and custom-cluster
 queries on the cached n = 10^4 job), then the mix runs with submissions paced
@@ -46,12 +51,13 @@ import threading
 import time
 import uuid
 from collections import defaultdict
+from functools import partial
 
 import numpy as np
-
-from sca.planted import planted_runs, planted_truth
 from shared import ROOT, free_port
 from slow_clients import SlowClients, latencies
+
+from sca.planted import planted_runs, planted_truth
 
 KEYS = [f"load-key-{i}-{uuid.uuid4().hex[:8]}" for i in range(8)]
 
@@ -63,8 +69,13 @@ class Conn:
         self.port, self.key = port, key
         self.conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
 
-    def request(self, method: str, path: str, body: bytes | None = None,
-                content_type: str = "application/json"):
+    def request(
+        self,
+        method: str,
+        path: str,
+        body: bytes | None = None,
+        content_type: str = "application/json",
+    ):
         headers = {"Authorization": f"Bearer {self.key}"}
         if body is not None:
             headers["Content-Type"] = content_type
@@ -89,11 +100,14 @@ def labels_npy(n: int, runs: int, k: int, seed: int) -> bytes:
 
 def multipart(npy: bytes) -> tuple[bytes, str]:
     boundary = uuid.uuid4().hex
-    parts = [f"--{boundary}\r\nContent-Disposition: form-data; name=\"input\"\r\n\r\nlabels\r\n"
-             .encode(),
-             f"--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; "
-             f"filename=\"runs.npy\"\r\nContent-Type: application/octet-stream\r\n\r\n".encode()
-             + npy + b"\r\n", f"--{boundary}--\r\n".encode()]
+    parts = [
+        f'--{boundary}\r\nContent-Disposition: form-data; name="input"\r\n\r\nlabels\r\n'.encode(),
+        f'--{boundary}\r\nContent-Disposition: form-data; name="file"; '
+        f'filename="runs.npy"\r\nContent-Type: application/octet-stream\r\n\r\n'.encode()
+        + npy
+        + b"\r\n",
+        f"--{boundary}--\r\n".encode(),
+    ]
     return b"".join(parts), f"multipart/form-data; boundary={boundary}"
 
 
@@ -148,10 +162,17 @@ class Stats:
         return status, body
 
 
-OK = {"POST /v1/jobs": {202}, "GET /v1/jobs/{id}": {200},
-      "GET similar (n=10^4)": {200}, "POST custom-clusters (n=10^4)": {200},
-      "GET similar (small)": {200}, "POST custom-clusters (small)": {200},
-      "POST custom-clusters 1234 (n=10^4)": {200}, "GET /healthz": {200}}
+OK = {
+    "POST /v1/jobs": {202},
+    "GET /v1/jobs/{id}": {200},
+    "GET similar (n=10^4)": {200},
+    "POST custom-clusters (n=10^4)": {200},
+    "GET similar (small)": {200},
+    "POST custom-clusters (small)": {200},
+    "POST custom-clusters 1234 (n=10^4)": {200},
+    "GET /healthz": {200},
+    "POST queries, new element (n=10^4)": {200},
+}
 #: Rows printed even when empty (the others only in the phase that sends them).
 OK_ALWAYS = list(OK)[:6]
 QUERIES = {name for name in OK if "similar" in name or "custom-clusters" in name}
@@ -175,13 +196,31 @@ class Pace:
             return False
 
 
-def client(port, key, stop, stats, big, small, submitted, rng, submitter=None):
+def new_element(runs: np.ndarray, rng) -> bytes:
+    """A request placing one new element: an element of the n = 10^4 job's runs with
+    two of its labels redrawn."""
+    labels = runs[int(rng.integers(runs.shape[0]))].copy()
+    labels[rng.choice(labels.size, 2, replace=False)] = rng.integers(0, 3, 2)
+    return json.dumps({"elements": [{"labels": labels.tolist()}], "limit": 10}).encode()
+
+
+def client(port, key, stop, stats, big, small, submitted, rng, submitter=None, runs=None):
     conn = Conn(port, key)
     while not stop.is_set():
         roll = rng.random()
-        if submitter is not None and submitter.take():
-            name, call = "POST /v1/jobs", lambda: submit(conn, int(rng.integers(38, 2001)),
-                                                          int(rng.integers(1 << 30)))
+        if runs is not None and roll < 0.5:  # the new-elements phase: half of these
+            body = new_element(runs, rng)
+            name = "POST queries, new element (n=10^4)"
+            call = lambda: conn.request("POST", f"/v1/jobs/{big}/queries", body)  # noqa
+        elif runs is not None:  # and half custom clusters, measured beside them
+            body = json.dumps({"element": int(rng.integers(10_000)), "limit": 10}).encode()
+            name = "POST custom-clusters (n=10^4)"
+            call = lambda: conn.request("POST", f"/v1/jobs/{big}/custom-clusters", body)  # noqa
+        elif submitter is not None and submitter.take():
+            name, call = (
+                "POST /v1/jobs",
+                lambda: submit(conn, int(rng.integers(38, 2001)), int(rng.integers(1 << 30))),
+            )
         elif roll < 0.08 and any(k == key for k, _ in submitted[-50:]):
             job = [j for k, j in submitted[-50:] if k == key][-1]
             name, call = "GET /v1/jobs/{id}", lambda: conn.request("GET", f"/v1/jobs/{job}")
@@ -200,8 +239,12 @@ def client(port, key, stop, stats, big, small, submitted, rng, submitter=None):
                 call = lambda: conn.request("GET", f"/v1/jobs/{job}/elements/3/similar")  # noqa
             else:
                 name = "POST custom-clusters (small)"
-                call = lambda: conn.request("POST", f"/v1/jobs/{job}/custom-clusters",  # noqa
-                                            b'{"element": 3, "limit": 10}')
+                call = partial(
+                    conn.request,
+                    "POST",
+                    f"/v1/jobs/{job}/custom-clusters",
+                    b'{"element": 3, "limit": 10}',
+                )
         status, body = stats.timed(name, call)
         if name == "POST /v1/jobs" and status == 202:
             submitted.append((key, json.loads(body)["id"]))
@@ -212,8 +255,10 @@ def long_client(port, key, stop, stats, big, rng):
     conn = Conn(port, key)
     while not stop.is_set():
         body = json.dumps({"element": int(rng.integers(10_000)), **LONG_QUERY}).encode()
-        stats.timed("POST custom-clusters 1234 (n=10^4)",
-                    lambda: conn.request("POST", f"/v1/jobs/{big}/custom-clusters", body))
+        stats.timed(
+            "POST custom-clusters 1234 (n=10^4)",
+            lambda: conn.request("POST", f"/v1/jobs/{big}/custom-clusters", body),
+        )
 
 
 def health_client(port, stop, stats):
@@ -225,23 +270,58 @@ def health_client(port, stop, stats):
 
 def start_service(mode: str, redis_url: str, api_processes: int) -> tuple[list, int]:
     port = free_port()
-    env = dict(os.environ, SCA_API_KEYS=",".join(KEYS), PYTHONPATH=str(ROOT),
-               OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1")
+    env = dict(
+        os.environ,
+        SCA_API_KEYS=",".join(KEYS),
+        PYTHONPATH=str(ROOT),
+        OMP_NUM_THREADS="1",
+        OPENBLAS_NUM_THREADS="1",
+        MKL_NUM_THREADS="1",
+    )
     env.pop("REDIS_URL", None)
     processes = []
     if mode == "redis":
         env.update(REDIS_URL=redis_url, SCA_KEY_PREFIX=f"sca-load-{uuid.uuid4().hex[:6]}:")
         for i in range(2):
-            processes.append(subprocess.Popen(
-                [sys.executable, "-m", "celery", "-A", "worker", "worker", "--loglevel",
-                 "WARNING", "--concurrency", "1", "--hostname", f"load{i}@%h"],
-                cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
-    serve = [sys.executable, "-m", "service.cli", "serve", "--port", str(port),
-             "--threads", "8"]
+            processes.append(
+                subprocess.Popen(
+                    [
+                        sys.executable,
+                        "-m",
+                        "celery",
+                        "-A",
+                        "worker",
+                        "worker",
+                        "--loglevel",
+                        "WARNING",
+                        "--concurrency",
+                        "1",
+                        "--hostname",
+                        f"load{i}@%h",
+                    ],
+                    cwd=ROOT,
+                    env=env,
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL,
+                )
+            )
+    serve = [
+        sys.executable,
+        "-m",
+        "sca_service.cli",
+        "serve",
+        "--port",
+        str(port),
+        "--threads",
+        "8",
+    ]
     if mode == "redis":
         serve += ["--workers", str(api_processes)]
-    processes.append(subprocess.Popen(serve, cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
-                                      stderr=subprocess.DEVNULL))
+    processes.append(
+        subprocess.Popen(
+            serve, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
+    )
     deadline = time.monotonic() + 60
     while True:
         try:
@@ -270,46 +350,83 @@ def stop_service(processes: list) -> None:
 
 def report(stats: Stats, duration: float, mode: str, outcome: dict) -> None:
     print(f"\nmode: {mode}; {duration:.0f} s; {len(KEYS)} API keys")
-    print(f"{'endpoint':34s} {'requests':>9s} {'req/s':>8s} {'p50 ms':>8s} {'p99 ms':>8s} "
-          f"{'errors':>7s} {'429':>6s} {'budget':>7s}")
+    print(
+        f"{'endpoint':34s} {'requests':>9s} {'req/s':>8s} {'p50 ms':>8s} {'p99 ms':>8s} "
+        f"{'errors':>7s} {'429':>6s} {'budget':>7s}"
+    )
     total = 0
     for name in OK:
         lat = np.asarray(stats.latency.get(name, []), dtype=float) * 1000
         count = lat.size
-        refused = (stats.errors.get(name, 0), stats.throttled.get(name, 0),
-                   stats.over_budget.get(name, 0))
+        refused = (
+            stats.errors.get(name, 0),
+            stats.throttled.get(name, 0),
+            stats.over_budget.get(name, 0),
+        )
         if not count and not any(refused) and name not in OK_ALWAYS:
             continue
         total += count
         p50 = f"{np.percentile(lat, 50):.1f}" if count else "-"
         p99 = f"{np.percentile(lat, 99):.1f}" if count else "-"
-        print(f"{name:34s} {count:9d} {count / duration:8.1f} {p50:>8s} {p99:>8s} "
-              f"{refused[0]:7d} {refused[1]:6d} {refused[2]:7d}")
+        print(
+            f"{name:34s} {count:9d} {count / duration:8.1f} {p50:>8s} {p99:>8s} "
+            f"{refused[0]:7d} {refused[1]:6d} {refused[2]:7d}"
+        )
     print(f"{'all':34s} {total:9d} {total / duration:8.1f}")
     print("jobs submitted: " + ", ".join(f"{k} {v}" for k, v in sorted(outcome.items())))
     for name, example in stats.examples.items():
         print(f"first error of {name}: {example}")
 
 
-def run_phase(args, port: int, phase: str, rate: float, duration: float, bigs: dict,
-              smalls: dict) -> int:
+def run_phase(
+    args, port: int, phase: str, rate: float, duration: float, bigs: dict, smalls: dict
+) -> int:
     """One phase of ``duration`` seconds, reported; its errors and stuck jobs."""
     hostile = phase == "hostile"
     stats, stop, submitted = Stats(OVER_BUDGET if hostile else frozenset()), threading.Event(), []
     pace = Pace(rate) if rate > 0 else None
-    threads = [threading.Thread(target=client, args=(
-        port, KEYS[i % len(KEYS)], stop, stats, bigs[KEYS[i % len(KEYS)]],
-        smalls[KEYS[i % len(KEYS)]], submitted, np.random.default_rng(i), pace))
-        for i in range(args.clients)]
+    runs = (
+        np.load(io.BytesIO(labels_npy(args.big_n, 10, 3, 0))) if phase == "new elements" else None
+    )
+    threads = [
+        threading.Thread(
+            target=client,
+            args=(
+                port,
+                KEYS[i % len(KEYS)],
+                stop,
+                stats,
+                bigs[KEYS[i % len(KEYS)]],
+                smalls[KEYS[i % len(KEYS)]],
+                submitted,
+                np.random.default_rng(i),
+                pace,
+                runs,
+            ),
+        )
+        for i in range(args.clients)
+    ]
     slow = []
     if hostile:
-        threads += [threading.Thread(target=long_client, args=(
-            port, KEYS[i % len(KEYS)], stop, stats, bigs[KEYS[i % len(KEYS)]],
-            np.random.default_rng(100 + i))) for i in range(args.long_clients)]
+        threads += [
+            threading.Thread(
+                target=long_client,
+                args=(
+                    port,
+                    KEYS[i % len(KEYS)],
+                    stop,
+                    stats,
+                    bigs[KEYS[i % len(KEYS)]],
+                    np.random.default_rng(100 + i),
+                ),
+            )
+            for i in range(args.long_clients)
+        ]
         threads.append(threading.Thread(target=health_client, args=(port, stop, stats)))
         auth = {"Authorization": f"Bearer {KEYS[0]}"}
-        slow = [SlowClients(port, kind, args.slow, headers=auth).start()
-                for kind in ("headers", "body")]
+        slow = [
+            SlowClients(port, kind, args.slow, headers=auth).start() for kind in ("headers", "body")
+        ]
     start = time.monotonic()
     for thread in threads:
         thread.start()
@@ -324,14 +441,20 @@ def run_phase(args, port: int, phase: str, rate: float, duration: float, bigs: d
     conns = {key: Conn(port, key) for key in KEYS}
     for key, job in submitted:
         outcome[wait(conns[key], job, 300)] += 1
-    report(stats, elapsed, f"{args.mode}, {phase}"
-           + (f" (submissions paced at {rate:g}/s)" if rate else ""), outcome)
+    report(
+        stats,
+        elapsed,
+        f"{args.mode}, {phase}" + (f" (submissions paced at {rate:g}/s)" if rate else ""),
+        outcome,
+    )
     if hostile:
-        print(f"slow clients: {args.slow} trickling headers ({slow[0].closed} dropped at the "
-              f"header deadline, then reconnected), {args.slow} trickling a body "
-              f"({slow[1].closed} dropped); {args.long_clients} clients of long custom-cluster "
-              f"queries ({json.dumps(LONG_QUERY)}); 'budget' = 503/422 over the query time "
-              f"budget, expected")
+        print(
+            f"slow clients: {args.slow} trickling headers ({slow[0].closed} dropped at the "
+            f"header deadline, then reconnected), {args.slow} trickling a body "
+            f"({slow[1].closed} dropped); {args.long_clients} clients of long custom-cluster "
+            f"queries ({json.dumps(LONG_QUERY)}); 'budget' = 503/422 over the query time "
+            f"budget, expected"
+        )
     return sum(stats.errors.values()) + outcome.get("stuck", 0)
 
 
@@ -340,19 +463,43 @@ def main(argv=None) -> int:
     p.add_argument("--mode", choices=("redis", "embedded"), default="redis")
     p.add_argument("--duration", type=float, default=60)
     p.add_argument("--clients", type=int, default=6)
-    p.add_argument("--submit-rate", type=float, default=2.0,
-                   help="job submissions per second during the mix")
-    p.add_argument("--query-duration", type=float, default=20,
-                   help="seconds of queries alone before the mix (0 = none)")
+    p.add_argument(
+        "--submit-rate", type=float, default=2.0, help="job submissions per second during the mix"
+    )
+    p.add_argument(
+        "--query-duration",
+        type=float,
+        default=20,
+        help="seconds of queries alone before the mix (0 = none)",
+    )
+    p.add_argument(
+        "--new-elements-duration",
+        type=float,
+        default=20,
+        help="seconds of new-element queries (POST .../queries, one element "
+        "given by its labels) on the n = 10^4 job, after the queries (0 = none)",
+    )
     p.add_argument("--api-processes", type=int, default=2)
     p.add_argument("--redis-url", default=os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/14"))
     p.add_argument("--big-n", type=int, default=10_000)
-    p.add_argument("--hostile-duration", type=float, default=20,
-                   help="seconds of the hostile phase after the mix (0 = none)")
-    p.add_argument("--slow", type=int, default=64,
-                   help="slow connections of each kind (headers, body) in the hostile phase")
-    p.add_argument("--long-clients", type=int, default=2,
-                   help="clients of long custom-cluster queries in the hostile phase")
+    p.add_argument(
+        "--hostile-duration",
+        type=float,
+        default=20,
+        help="seconds of the hostile phase after the mix (0 = none)",
+    )
+    p.add_argument(
+        "--slow",
+        type=int,
+        default=64,
+        help="slow connections of each kind (headers, body) in the hostile phase",
+    )
+    p.add_argument(
+        "--long-clients",
+        type=int,
+        default=2,
+        help="clients of long custom-cluster queries in the hostile phase",
+    )
     args = p.parse_args(argv)
     processes, port = start_service(args.mode, args.redis_url, args.api_processes)
     try:
@@ -377,9 +524,12 @@ def main(argv=None) -> int:
             for _ in range(2 * args.api_processes):
                 conn.request("GET", f"/v1/jobs/{bigs[key]}/elements/0/similar")
         failures = 0
-        for phase, rate, duration in (("queries only", 0.0, args.query_duration),
-                                      ("mix", args.submit_rate, args.duration),
-                                      ("hostile", 0.0, args.hostile_duration)):
+        for phase, rate, duration in (
+            ("queries only", 0.0, args.query_duration),
+            ("new elements", 0.0, args.new_elements_duration),
+            ("mix", args.submit_rate, args.duration),
+            ("hostile", 0.0, args.hostile_duration),
+        ):
             if duration > 0:
                 failures += run_phase(args, port, phase, rate, duration, bigs, smalls)
         return 0 if not failures else 1

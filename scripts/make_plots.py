@@ -26,8 +26,14 @@ from shared import DATA, ROOT, load_matrix
 
 sys.path.insert(0, str(ROOT))
 
-from sca.pipeline import (balance_dict, build_operator, custom_result, result_dict,  # noqa: E402
-                          run_stages, spectrum_dict)
+from sca.pipeline import (
+    balance_dict,
+    build_operator,
+    custom_result,
+    result_dict,  # noqa: E402
+    run_stages,
+    spectrum_dict,
+)
 from sca.plots import save_plots  # noqa: E402
 
 
@@ -35,29 +41,59 @@ def examples():
     """``(name, inputs, ids, options, custom query)`` of each example."""
     baseball = DATA / "baseball" / "S.csv"  # the paper's consensus; a header row of ids
     baseball_ids = baseball.read_text().splitlines()[0].split(",")
-    leukemia_ids = [line.split(",")[1] for line in
-                    (DATA / "leukemia" / "samples.csv").read_text().splitlines()[1:]]
-    yield ("baseball", {"consensus": load_matrix(baseball)}, baseball_ids,
-           {"starts": 10, "trace": True}, {"element": "Rose", "min_size": 1, "max_size": 3})
-    yield ("iris", {"data": load_matrix(DATA / "iris" / "X.csv"),
-                    "ensemble": [{"algorithm": "kmeans", "k": [2, 3, 4, 5], "runs": 20}]},
-           None, {"starts": 10, "seed": 1}, {"element": 52, "min_size": 1, "max_size": None})
-    yield ("leukemia", {"data": load_matrix(DATA / "leukemia" / "X.csv"),
-                        "ensemble": [{"algorithm": "nmf", "k": [3, 6], "runs": 20}]},
-           leukemia_ids, {"starts": 10, "seed": 1},
-           {"element": "2", "min_size": 5, "max_size": 8})
+    leukemia_ids = [
+        line.split(",")[1]
+        for line in (DATA / "leukemia" / "samples.csv").read_text().splitlines()[1:]
+    ]
+    yield (
+        "baseball",
+        {"consensus": load_matrix(baseball)},
+        baseball_ids,
+        {"starts": 10, "trace": True},
+        {"element": "Rose", "min_size": 1, "max_size": 3},
+    )
+    yield (
+        "iris",
+        {
+            "data": load_matrix(DATA / "iris" / "X.csv"),
+            "ensemble": [{"algorithm": "kmeans", "k": [2, 3, 4, 5], "runs": 20}],
+        },
+        None,
+        {"starts": 10, "seed": 1},
+        {"element": 52, "min_size": 1, "max_size": None},
+    )
+    yield (
+        "leukemia",
+        {
+            "data": load_matrix(DATA / "leukemia" / "X.csv"),
+            "ensemble": [{"algorithm": "nmf", "k": [3, 6], "runs": 20}],
+        },
+        leukemia_ids,
+        {"starts": 10, "seed": 1},
+        {"element": "2", "min_size": 5, "max_size": 8},
+    )
 
 
 def make(name, inputs, ids, options, query, out: Path, formats) -> list[Path]:
     timings: dict = {}
     S, _ = build_operator(seed=options.get("seed", 0), timings=timings, **inputs)
     balanced, spec, result, timings = run_stages(S, options, timings)
-    out_result = result_dict(S, balanced.P, balance_dict(balanced), spectrum_dict(spec),
-                             result, ids, timings)
-    custom = custom_result(balanced.P, query["element"], ids, spec.k, query["min_size"],
-                           query["max_size"])
-    return save_plots(out / name, out_result, S=S, P=balanced.P, ids=ids, custom=custom,
-                      formats=formats, seed=options.get("seed", 0))
+    out_result = result_dict(
+        S, balanced.P, balance_dict(balanced), spectrum_dict(spec), result, ids, timings
+    )
+    custom = custom_result(
+        balanced.P, query["element"], ids, spec.k, query["min_size"], query["max_size"]
+    )
+    return save_plots(
+        out / name,
+        out_result,
+        S=S,
+        P=balanced.P,
+        ids=ids,
+        custom=custom,
+        formats=formats,
+        seed=options.get("seed", 0),
+    )
 
 
 def main(argv=None) -> int:

@@ -29,17 +29,24 @@ from reproduce.report import report
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--quick", action="store_true",
-                        help="fewer seeds (5 for iris, 2 for leukemia)")
-    parser.add_argument("--out", type=Path, default=DEFAULT_OUT,
-                        help="markdown output (default docs/paper-reproduction.md)")
+    parser.add_argument(
+        "--quick", action="store_true", help="fewer seeds (5 for iris, 2 for leukemia)"
+    )
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=DEFAULT_OUT,
+        help="markdown output (default docs/paper-reproduction.md)",
+    )
     args = parser.parse_args(argv)
     started = time.perf_counter()
     text, lk = report(args.quick)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(text, encoding="utf-8")
-    log(f"wrote {args.out} in {time.perf_counter() - started:.0f} s "
-        f"(leukemia ensembles {sum(lk['timings']):.0f} s)")
+    log(
+        f"wrote {args.out} in {time.perf_counter() - started:.0f} s "
+        f"(leukemia ensembles {sum(lk['timings']):.0f} s)"
+    )
     return 0
 
 

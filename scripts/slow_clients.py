@@ -25,8 +25,11 @@ KINDS = ("headers", "body")
 
 
 def _preamble(kind: str, path: str, headers: dict, body_bytes: int) -> bytes:
-    lines = [f"POST {path} HTTP/1.1" if kind == "body" else f"GET {path} HTTP/1.1",
-             "Host: 127.0.0.1", *(f"{k}: {v}" for k, v in headers.items())]
+    lines = [
+        f"POST {path} HTTP/1.1" if kind == "body" else f"GET {path} HTTP/1.1",
+        "Host: 127.0.0.1",
+        *(f"{k}: {v}" for k, v in headers.items()),
+    ]
     if kind == "body":
         lines += ["Content-Type: application/json", f"Content-Length: {body_bytes}", "", ""]
         return "\r\n".join(lines).encode() + b'{"consensus": [[1, '
@@ -41,9 +44,17 @@ class SlowClients:
     ``closed`` counts connections the server ended; ``opened`` every connection made.
     """
 
-    def __init__(self, port: int, kind: str, count: int, interval: float = 0.5,
-                 path: str = "/v1/jobs", headers: dict | None = None,
-                 host: str = "127.0.0.1", body_bytes: int = 1_000_000):
+    def __init__(
+        self,
+        port: int,
+        kind: str,
+        count: int,
+        interval: float = 0.5,
+        path: str = "/v1/jobs",
+        headers: dict | None = None,
+        host: str = "127.0.0.1",
+        body_bytes: int = 1_000_000,
+    ):
         if kind not in KINDS:
             raise ValueError(f"kind must be one of {KINDS}")
         self.address, self.kind, self.count, self.interval = (host, port), kind, count, interval
@@ -112,8 +123,14 @@ class SlowClients:
         self.stop()
 
 
-def latencies(port: int, path: str = "/healthz", duration: float = 5, interval: float = 0.05,
-              timeout: float = 5, host: str = "127.0.0.1") -> list[float | None]:
+def latencies(
+    port: int,
+    path: str = "/healthz",
+    duration: float = 5,
+    interval: float = 0.05,
+    timeout: float = 5,
+    host: str = "127.0.0.1",
+) -> list[float | None]:
     """Seconds of each ``GET path`` (a new connection each) for ``duration`` seconds;
     None for a request that failed or did not answer 200 within ``timeout``."""
     out: list[float | None] = []

@@ -7,7 +7,14 @@ from flask import Flask
 from . import auth, backend, config, errors, limits
 from .body import BodyLimit
 
-BLUEPRINTS = ("service.health", "service.jobs", "service.plots", "service.view")
+BLUEPRINTS = (
+    "sca_service.health",
+    "sca_service.jobs",
+    "sca_service.plots",
+    "sca_service.view",
+    "sca_service.jobs.stream",
+    "sca_service.metrics",
+)
 
 
 def create_app(test_config=None) -> Flask:
@@ -21,8 +28,8 @@ def create_app(test_config=None) -> Flask:
         app.config.from_mapping(test_config)
     app.config["MAX_CONTENT_LENGTH"] = app.config["SCA_MAX_BODY_BYTES"]
     app.config["MAX_FORM_MEMORY_SIZE"] = app.config["SCA_MAX_BODY_BYTES"]
-    app.wsgi_app = BodyLimit(app.wsgi_app, app.config["SCA_MAX_BODY_BYTES"])
-    app.json.sort_keys = False
+    app.wsgi_app = BodyLimit(app.wsgi_app, app.config["SCA_MAX_BODY_BYTES"])  # type: ignore[method-assign]
+    app.json.sort_keys = False  # type: ignore[attr-defined]  # Flask's DefaultJSONProvider
     errors.init_app(app)
     auth.init_app(app)
     limits.init_app(app, backend.init_app(app).store)

@@ -75,8 +75,13 @@ def public(view):
 
 
 def _unauthorised(message: str) -> ProblemError:
-    return ProblemError(401, "Unauthorized", message, errors={"Authorization": [message]},
-                        headers={"WWW-Authenticate": 'Bearer realm="sca"'})
+    return ProblemError(
+        401,
+        "Unauthorized",
+        message,
+        errors={"Authorization": [message]},
+        headers={"WWW-Authenticate": 'Bearer realm="sca"'},
+    )
 
 
 def is_api_path() -> bool:
@@ -125,10 +130,14 @@ def init_app(app) -> Keys:
     app.extensions["sca_keys"] = keys
     if not keys:
         if app.config.get("REDIS_URL") and not app.config.get("SCA_ALLOW_ANONYMOUS"):
-            raise RuntimeError("REDIS_URL is set but no API keys are: set SCA_API_KEYS or "
-                               "SCA_API_KEYS_FILE (or SCA_ALLOW_ANONYMOUS=1 to run open)")
-        log.warning("no API keys configured: /v1 is open to anyone who can reach this "
-                    "service and every caller sees every job")
+            raise RuntimeError(
+                "REDIS_URL is set but no API keys are: set SCA_API_KEYS or "
+                "SCA_API_KEYS_FILE (or SCA_ALLOW_ANONYMOUS=1 to run open)"
+            )
+        log.warning(
+            "no API keys configured: /v1 is open to anyone who can reach this "
+            "service and every caller sees every job"
+        )
     else:
         log.info("API keys required on /v1 (%d key(s) loaded)", len(keys.digests))
     app.before_request(_authenticate)

@@ -2,11 +2,11 @@
 
 :func:`init_app` puts a :class:`Backend` in ``app.extensions["sca"]``:
 
-* ``REDIS_URL`` set: a :class:`worker.store.RedisStore` and a
+* ``REDIS_URL`` set: a :class:`sca_worker.store.RedisStore` and a
   :class:`CeleryQueue` that sends the task ``sca.start`` by name (the API
   never runs a stage itself);
-* no ``REDIS_URL``: a :class:`worker.store.MemoryStore` and an
-  :class:`worker.embedded.EmbeddedRunner` thread pool in this process.
+* no ``REDIS_URL``: a :class:`sca_worker.store.MemoryStore` and an
+  :class:`sca_worker.embedded.EmbeddedRunner` thread pool in this process.
 
 Tests may pass ``SCA_STORE`` and ``SCA_QUEUE`` objects in the config.
 """
@@ -18,7 +18,7 @@ from collections import OrderedDict
 
 from flask import current_app
 
-from worker.store import ArtifactStore, store_from_settings
+from sca_worker.store import ArtifactStore, store_from_settings
 
 from .config import worker_settings
 
@@ -27,16 +27,21 @@ class CeleryQueue:
     """Submits jobs to Celery workers by task name."""
 
     START_TASK = "sca.start"
-    RETRY_POLICY = {"max_retries": 2, "interval_start": 0.2, "interval_step": 0.3,
-                    "interval_max": 0.5}
+    RETRY_POLICY = {
+        "max_retries": 2,
+        "interval_start": 0.2,
+        "interval_step": 0.3,
+        "interval_max": 0.5,
+    }
 
     def __init__(self, celery):
         self.celery = celery
 
     def submit(self, job_id: str) -> str:
         # Fail fast (503) when Redis is away rather than hold the request.
-        result = self.celery.send_task(self.START_TASK, kwargs={"job_id": job_id},
-                                       retry=True, retry_policy=self.RETRY_POLICY)
+        result = self.celery.send_task(
+            self.START_TASK, kwargs={"job_id": job_id}, retry=True, retry_policy=self.RETRY_POLICY
+        )
         return result.id
 
     def revoke(self, job_id: str, task_ids=()) -> None:
@@ -87,13 +92,15 @@ def init_app(app) -> Backend:
     embedded = not config.get("REDIS_URL")
     if queue is None:
         if embedded:
-            from worker.embedded import EmbeddedRunner
+            from sca_worker.embedded import EmbeddedRunner
 
-            queue = EmbeddedRunner(store, config["SCA_EMBEDDED_WORKERS"])
+            queue = EmbeddedRunner(store, config["SCA_EMBEDDED_WORKERS"], settings)
         else:
-            from worker.celery_app import create_celery
+            from sca_worker.celery_app import create_celery
+            from sca_worker.webhooks import via_celery
 
             queue = CeleryQueue(create_celery(settings))
+            via_celery(store, queue.celery)  # jobs the API cancels announce themselves
     backend = Backend(store, queue, embedded, config["SCA_QUERY_CACHE_ITEMS"])
     app.extensions["sca"] = backend
     return backend

@@ -98,7 +98,7 @@ def json_depth(raw: bytes, limit: int = MAX_JSON_DEPTH) -> int:
     steps = np.frombuffer(brackets, dtype=np.uint8)
     depth = deepest = 0
     for start in range(0, steps.size, _BLOCK):
-        levels = depth + np.cumsum(_LEVEL[steps[start:start + _BLOCK]], dtype=np.int64)
+        levels = depth + np.cumsum(_LEVEL[steps[start : start + _BLOCK]], dtype=np.int64)
         deepest, depth = max(deepest, int(levels.max())), int(levels[-1])
         if deepest > limit:
             break
@@ -110,11 +110,17 @@ def read_json(raw: bytes, field: str):
     ``field`` when it nests deeper than :data:`MAX_JSON_DEPTH`, 400 when it is
     not JSON."""
     if json_depth(raw) > MAX_JSON_DEPTH:
-        raise invalid(field, f"{field} nests arrays and objects deeper than {MAX_JSON_DEPTH} "
-                             f"levels")
+        raise invalid(
+            field, f"{field} nests arrays and objects deeper than {MAX_JSON_DEPTH} levels"
+        )
     try:
         return json.loads(raw.decode("utf-8"))
     except ValueError:
-        raise ProblemError(400, "Bad Request", "the body is not valid JSON" if field == "body"
-                           else f"the part '{field}' is not valid JSON",
-                           errors={field: ["not valid JSON"]}) from None
+        raise ProblemError(
+            400,
+            "Bad Request",
+            "the body is not valid JSON"
+            if field == "body"
+            else f"the part '{field}' is not valid JSON",
+            errors={field: ["not valid JSON"]},
+        ) from None

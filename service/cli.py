@@ -1,6 +1,7 @@
-"""The ``sca`` command: the core's ``cluster`` and ``custom``, plus ``serve``.
+"""``sca serve``: the core's command line (:mod:`sca.cli`) parses it and calls
+:func:`serve`, importing this module only then.
 
-``sca serve`` serves the API through :mod:`service.front` (waitress, which
+``sca serve`` serves the API through :mod:`sca_service.front` (waitress, which
 reads each request whole before a thread handles it, so slow clients cannot
 starve the service).  Without ``REDIS_URL`` it is the embedded default: one
 process, jobs on a thread pool, the in-memory store.  With ``REDIS_URL`` the
@@ -14,29 +15,18 @@ without API keys stop start-up with one line naming the setting (exit 2).
 
 from __future__ import annotations
 
-import argparse
 import os
 import signal
 import sys
 import threading
 
-from sca.cli import add_commands, execute
-from worker.config import check_settings
+from sca.cli import build_parser, execute
+from sca_worker.config import check_settings, convert
 
 from .config import from_env, worker_settings
 
-
-def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="sca", description="Stochastic clustering algorithm")
-    sub = p.add_subparsers(dest="command", required=True)
-    add_commands(sub)
-    serve = sub.add_parser("serve", help="serve the HTTP API (embedded default without REDIS_URL)")
-    serve.add_argument("--host", default=os.environ.get("SCA_HOST", "127.0.0.1"))
-    serve.add_argument("--port", type=int, default=int(os.environ.get("SCA_PORT", "8000")))
-    serve.add_argument("--workers", type=int, default=None,
-                       help="API processes (REDIS_URL only; the embedded default uses one)")
-    serve.add_argument("--threads", type=int, default=8, help="threads per API process")
-    return p
+#: The ``sca`` command's parser (``serve`` and the core's commands).
+parser = build_parser
 
 
 def start_up_problem(settings: dict) -> str | None:
@@ -46,38 +36,69 @@ def start_up_problem(settings: dict) -> str | None:
     except ValueError as exc:
         return str(exc)
     keys = settings.get("SCA_API_KEYS") or settings.get("SCA_API_KEYS_FILE")
+    metrics_key = settings.get("SCA_METRICS_KEY")
+    if metrics_key and metrics_key in _api_keys(settings):
+        return "SCA_METRICS_KEY must differ from every API key"
     if settings.get("REDIS_URL") and not keys and not settings.get("SCA_ALLOW_ANONYMOUS"):
-        return ("REDIS_URL is set but no API keys are: set SCA_API_KEYS or SCA_API_KEYS_FILE "
-                "(or SCA_ALLOW_ANONYMOUS=true to run open)")
+        return (
+            "REDIS_URL is set but no API keys are: set SCA_API_KEYS or SCA_API_KEYS_FILE "
+            "(or SCA_ALLOW_ANONYMOUS=true to run open)"
+        )
     return None
 
 
-def serve(host: str, port: int, workers: int | None = None, threads: int = 8) -> int:
+def _api_keys(settings: dict) -> list[str]:
+    from .auth import load_keys  # Flask: only for a server with a metrics key
+
+    return load_keys(settings)
+
+
+#: Where ``sca serve`` listens unless ``--host``/``--port`` say otherwise.
+LISTEN_DEFAULTS = {"SCA_HOST": "127.0.0.1", "SCA_PORT": 8000}
+
+
+def serve(
+    host: str | None = None, port: int | None = None, workers: int | None = None, threads: int = 8
+) -> int:
     try:
         settings = from_env()  # what create_app will read
+        listen = {**LISTEN_DEFAULTS, **convert(os.environ, LISTEN_DEFAULTS)}  # typed, named
     except ValueError as exc:
         return _refuse(str(exc))
+    host = listen["SCA_HOST"] if host is None else host
+    port = listen["SCA_PORT"] if port is None else port
     problem = start_up_problem(settings)
     if problem:
         return _refuse(problem)
     embedded = not settings.get("REDIS_URL")
     if not (settings.get("SCA_API_KEYS") or settings.get("SCA_API_KEYS_FILE")):
-        print("sca serve: no API keys (SCA_API_KEYS, SCA_API_KEYS_FILE): the API is open to "
-              "anyone who can reach it", file=sys.stderr)
+        print(
+            "sca serve: no API keys (SCA_API_KEYS, SCA_API_KEYS_FILE): the API is open to "
+            "anyone who can reach it",
+            file=sys.stderr,
+        )
     if embedded:
         workers = 1
-        print(f"sca serve: embedded default (no REDIS_URL): jobs run in this process, "
-              f"kept in memory; http://{host}:{port}", file=sys.stderr)
+        print(
+            f"sca serve: embedded default (no REDIS_URL): jobs run in this process, "
+            f"kept in memory; http://{host}:{port}",
+            file=sys.stderr,
+        )
     else:
         workers = workers or 2
-        print(f"sca serve: jobs go to Redis; run workers with `celery -A worker worker`; "
-              f"http://{host}:{port}", file=sys.stderr)
+        print(
+            f"sca serve: jobs go to Redis; run workers with `celery -A worker worker`; "
+            f"http://{host}:{port}",
+            file=sys.stderr,
+        )
     try:
         from gunicorn.app.base import BaseApplication
     except ImportError:
         if workers > 1:
-            print("sca serve: one API process (install gunicorn, the `server` extra, "
-                  "for --workers)", file=sys.stderr)
+            print(
+                "sca serve: one API process (install gunicorn, the `server` extra, for --workers)",
+                file=sys.stderr,
+            )
         return _serve_one(host, port, threads)
 
     class _App(BaseApplication):
@@ -85,7 +106,7 @@ def serve(host: str, port: int, workers: int | None = None, threads: int = 8) ->
             self.cfg.set("bind", f"[{host}]:{port}" if ":" in host else f"{host}:{port}")
             self.cfg.set("workers", workers)
             self.cfg.set("threads", threads)
-            self.cfg.set("worker_class", "service.front.FrontWorker")
+            self.cfg.set("worker_class", "sca_service.front.FrontWorker")
             self.cfg.set("timeout", 120)  # the front's loop checks in every second
             if "control_socket_disable" in self.cfg.settings:  # gunicorn >= 27
                 self.cfg.set("control_socket_disable", True)
@@ -118,11 +139,8 @@ def _refuse(problem: str) -> int:
 
 
 def main(argv=None) -> int:
-    argv = sys.argv[1:] if argv is None else list(argv)
-    args = parser().parse_args(argv)
-    if args.command == "serve":
-        return serve(args.host, args.port, args.workers, args.threads)
-    return execute(args)
+    """The ``sca`` command (as :func:`sca.cli.main`)."""
+    return execute(parser().parse_args(argv))
 
 
 if __name__ == "__main__":

@@ -2,15 +2,15 @@
 
 ``create_app`` applies, in order, :data:`DEFAULTS`, :func:`from_env` and the
 mapping a test passes.  Every setting is a plain upper-case key of the Flask
-config; the worker's own settings (:mod:`worker.config`) use the same names.
+config; the worker's own settings (:mod:`sca_worker.config`) use the same names.
 """
 
 from __future__ import annotations
 
 import os
 
-from worker.config import DEFAULTS as WORKER_DEFAULTS
-from worker.config import convert
+from sca_worker.config import DEFAULTS as WORKER_DEFAULTS
+from sca_worker.config import convert
 
 MIB = 1024 * 1024
 
@@ -41,13 +41,18 @@ DEFAULTS = {
     # Per key: requests per second, and jobs queued or running (429 beyond; 0 = off).
     "SCA_RATE_LIMIT": 100,
     "SCA_MAX_ACTIVE_JOBS": 20,
+    # Seconds the first answer to a POST /v1/jobs with an Idempotency-Key is
+    # kept, and replayed to a repeat of that request (per API key).
+    "SCA_IDEMPOTENCY_TTL": 86_400,
+    # Bearer token for GET /metrics (unset: /metrics is open; never a job API key).
+    "SCA_METRICS_KEY": None,
     # Balanced operators (and small job facts) kept in each API process for queries.
     "SCA_QUERY_CACHE_ITEMS": 32,
     # Seconds a custom-cluster query may run (422 beyond), and the queries past
     # their first 0.05 s that may run at once in each API process (503 beyond).
     "SCA_QUERY_TIME_BUDGET": 10.0,
     "SCA_MAX_LONG_QUERIES": 2,
-    # The HTTP front of `sca serve` (service.front), which reads every request
+    # The HTTP front of `sca serve` (sca_service.front), which reads every request
     # whole before a thread handles it: seconds to receive a request line and
     # its headers, longest silence inside a body (or on an idle connection),
     # connections held per API process, and bytes of request line + headers
@@ -56,7 +61,14 @@ DEFAULTS = {
     "SCA_BODY_TIMEOUT": 30,
     "SCA_MAX_CONNECTIONS": 1000,
     "SCA_MAX_HEADER_BYTES": 65536,
+    # Server-Sent Events (GET /v1/jobs/{id}/events): seconds between keep-alive
+    # comments, longest life of one stream (the client then reconnects), and
+    # streams open at once per API process (503 beyond), each holding a thread.
+    "SCA_EVENTS_HEARTBEAT": 15.0,
+    "SCA_EVENTS_MAX_SECONDS": 300.0,
+    "SCA_MAX_EVENT_STREAMS": 4,
 }
+
 
 def from_env(environ=None) -> dict:
     """The settings present in the environment, converted to their default's type."""

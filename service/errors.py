@@ -9,8 +9,8 @@ exception into a problem document ``{type, title, status, detail, errors?}``:
 * ``marshmallow.ValidationError`` -- 422 with ``errors`` naming each bad
   field (dotted paths, ``ensemble[0].k``);
 * :class:`sca.SCAError` (422, naming its field) and
-  :class:`worker.store.ArtifactMissing` (410, an expired intermediate) -- the
-  same problems a failed job reports (:func:`worker.problems.problem_for`);
+  :class:`sca_worker.store.ArtifactMissing` (410, an expired intermediate) -- the
+  same problems a failed job reports (:func:`sca_worker.problems.problem_for`);
 * Redis or broker unreachable -- 503; Redis full (a write refused at
   ``maxmemory``) -- 503 ``store-full``, with ``Retry-After``;
 * anything else -- 500 with a generic detail; the traceback goes to the log.
@@ -28,8 +28,8 @@ from redis.exceptions import OutOfMemoryError
 from werkzeug.exceptions import HTTPException
 
 import sca
-from worker.problems import FULL_RETRY_AFTER, PROBLEM_BASE, TRANSIENT, problem_for, store_full
-from worker.store import ArtifactMissing
+from sca_worker.problems import FULL_RETRY_AFTER, PROBLEM_BASE, TRANSIENT, problem_for, store_full
+from sca_worker.store import ArtifactMissing
 
 log = logging.getLogger(__name__)
 
@@ -45,9 +45,16 @@ class ProblemError(Exception):
     become extension members of the problem.
     """
 
-    def __init__(self, status: int, title: str, detail: str | None = None,
-                 type: str = "about:blank", errors: dict | None = None,
-                 headers: dict | None = None, **extensions):
+    def __init__(
+        self,
+        status: int,
+        title: str,
+        detail: str | None = None,
+        type: str = "about:blank",
+        errors: dict | None = None,
+        headers: dict | None = None,
+        **extensions,
+    ):
         super().__init__(detail or title)
         self.status = status
         self.title = title
@@ -58,21 +65,36 @@ class ProblemError(Exception):
         self.extensions = extensions
 
 
-def problem_document(status: int, title: str, detail: str | None = None,
-                     type: str = "about:blank", errors: dict | None = None,
-                     **extensions) -> dict:
+def problem_document(
+    status: int,
+    title: str,
+    detail: str | None = None,
+    type: str = "about:blank",
+    errors: dict | None = None,
+    **extensions,
+) -> dict:
     """The members of a problem: ``{type, title, status, detail, errors?, ...}``."""
-    body = {"type": type, "title": title, "status": status,
-            "detail": detail if detail is not None else title}
+    body = {
+        "type": type,
+        "title": title,
+        "status": status,
+        "detail": detail if detail is not None else title,
+    }
     if errors:
         body["errors"] = errors
     body.update(extensions)
     return body
 
 
-def problem_response(status: int, title: str, detail: str | None = None,
-                     type: str = "about:blank", errors: dict | None = None,
-                     headers=None, **extensions) -> Response:
+def problem_response(
+    status: int,
+    title: str,
+    detail: str | None = None,
+    type: str = "about:blank",
+    errors: dict | None = None,
+    headers=None,
+    **extensions,
+) -> Response:
     body = problem_document(status, title, detail, type, errors, **extensions)
     response = Response(json.dumps(body), status=status, mimetype=PROBLEM_MEDIA_TYPE)
     for name, value in (headers or {}).items():
@@ -102,19 +124,28 @@ def flatten_messages(messages, prefix: str = "") -> dict[str, list[str]]:
 
 def invalid(field: str, message: str) -> ProblemError:
     """A 422 problem naming one field."""
-    return ProblemError(422, "Invalid input", message, type=PROBLEM_BASE + "invalid-input",
-                        errors={field: [message]})
+    return ProblemError(
+        422,
+        "Invalid input",
+        message,
+        type=PROBLEM_BASE + "invalid-input",
+        errors={field: [message]},
+    )
 
 
 def _handle_problem(exc: ProblemError):
-    return problem_response(exc.status, exc.title, exc.detail, exc.type, exc.errors,
-                            exc.headers, **exc.extensions)
+    return problem_response(
+        exc.status, exc.title, exc.detail, exc.type, exc.errors, exc.headers, **exc.extensions
+    )
 
 
 def _handle_http(exc: HTTPException):
     original = exc.get_response()
-    headers = {k: v for k, v in original.headers.items()
-               if k.lower() not in ("content-type", "content-length")}
+    headers = {
+        k: v
+        for k, v in original.headers.items()
+        if k.lower() not in ("content-type", "content-length")
+    }
     detail = exc.description or exc.name
     return problem_response(exc.code or 500, exc.name, detail, headers=headers)
 
@@ -138,15 +169,19 @@ def _handle_unavailable(exc: Exception):
     if store_full(exc):  # kombu's error for a publish that Redis refused
         return _handle_full(exc)
     log.warning("backend unavailable: %s", exc)
-    return problem_response(503, "Service Unavailable",
-                            "the job store or broker is unreachable; retry later",
-                            headers={"Retry-After": "5"})
+    return problem_response(
+        503,
+        "Service Unavailable",
+        "the job store or broker is unreachable; retry later",
+        headers={"Retry-After": "5"},
+    )
 
 
 def _handle_unexpected(exc: Exception):
     log.exception("unhandled error")
-    return problem_response(500, "Internal Server Error",
-                            "an unexpected error occurred; it has been logged")
+    return problem_response(
+        500, "Internal Server Error", "an unexpected error occurred; it has been logged"
+    )
 
 
 def init_app(app) -> None:

@@ -21,7 +21,7 @@ On top of waitress's limits this module adds:
 
 :func:`create_server` builds the server of one process and
 :func:`serve_until` runs it; with gunicorn installed ``sca serve`` runs
-:class:`FrontWorker` processes under gunicorn's arbiter (see :mod:`service.cli`).
+:class:`FrontWorker` processes under gunicorn's arbiter (see :mod:`sca_service.cli`).
 """
 
 from __future__ import annotations
@@ -71,13 +71,17 @@ class FrontParser(HTTPRequestParser):
         consumed = super().received(data)
         limit = self.adj.max_request_header_size
         if isinstance(self.error, RequestHeaderFieldsTooLarge):
-            self.error = (UriTooLong(f"the request line exceeds {limit} bytes")
-                          if self.line_length >= limit or not self.line_ended else
-                          RequestHeaderFieldsTooLarge(
-                              f"the request line and headers exceed {limit} bytes"))
+            self.error = (
+                UriTooLong(f"the request line exceeds {limit} bytes")
+                if self.line_length >= limit or not self.line_ended
+                else RequestHeaderFieldsTooLarge(
+                    f"the request line and headers exceed {limit} bytes"
+                )
+            )
         elif isinstance(self.error, RequestEntityTooLarge):
             self.error = RequestEntityTooLarge(
-                f"the body exceeds {self.adj.max_request_body_size - 1} bytes")
+                f"the body exceeds {self.adj.max_request_body_size - 1} bytes"
+            )
         return consumed
 
 
@@ -88,8 +92,9 @@ class ProblemErrorTask(ErrorTask):
         error = self.request.error
         detail = error.body or error.reason
         field = _FIELDS.get(error.code, "request")
-        body = json.dumps(problem_document(error.code, error.reason, detail,
-                                           errors={field: [detail]})).encode()
+        body = json.dumps(
+            problem_document(error.code, error.reason, detail, errors={field: [detail]})
+        ).encode()
         self.status = f"{error.code} {error.reason}"
         self.response_headers.append(("Content-Type", PROBLEM_MEDIA_TYPE))
         self.set_close_on_finish()
@@ -112,18 +117,23 @@ class FrontServer(TcpWSGIServer):
         super().maintenance(now)  # closes connections silent for channel_timeout
         for channel in self.active_channels.values():
             request = channel.request
-            if (request is not None and not request.headers_finished
-                    and now - request.started > self.header_timeout):
+            if (
+                request is not None
+                and not request.headers_finished
+                and now - request.started > self.header_timeout
+            ):
                 channel.will_close = True
 
     def busy(self) -> bool:
         """Whether a request is being handled or an answer is still being sent."""
-        return any(channel.requests or channel.total_outbufs_len
-                   for channel in list(self.active_channels.values()))
+        return any(
+            channel.requests or channel.total_outbufs_len
+            for channel in list(self.active_channels.values())
+        )
 
 
 def adjustments(settings: Mapping, threads: int) -> dict:
-    """waitress's settings from ours (``settings`` over :data:`service.config.DEFAULTS`)."""
+    """waitress's settings from ours (``settings`` over :data:`sca_service.config.DEFAULTS`)."""
     settings = {**DEFAULTS, **settings}
     return {
         "threads": threads,
@@ -144,14 +154,21 @@ def adjustments(settings: Mapping, threads: int) -> dict:
 def create_server(app, sock: socket.socket, settings: Mapping, threads: int) -> FrontServer:
     """A :class:`FrontServer` for ``app`` on the listening socket ``sock``."""
     adj = Adjustments(sockets=[sock], **adjustments(settings, threads))
-    server = FrontServer(app, map={}, _sock=sock, adj=adj, bind_socket=False,
-                         sockinfo=(sock.family, sock.type, sock.proto, sock.getsockname()))
+    server = FrontServer(
+        app,
+        map={},
+        _sock=sock,
+        adj=adj,
+        bind_socket=False,
+        sockinfo=(sock.family, sock.type, sock.proto, sock.getsockname()),
+    )
     server.header_timeout = {**DEFAULTS, **settings}["SCA_HEADER_TIMEOUT"]
     return server
 
 
-def serve_until(server: FrontServer, alive=lambda: True, tick=lambda: None,
-                grace: float = 30) -> None:
+def serve_until(
+    server: FrontServer, alive=lambda: True, tick=lambda: None, grace: float = 30
+) -> None:
     """Serve until ``alive()`` turns false (``tick()`` is called at least once a
     second meanwhile), then stop accepting and let the requests under way finish
     for at most ``grace`` seconds."""
@@ -175,17 +192,19 @@ def listen(host: str, port: int, backlog: int = 1024) -> socket.socket:
 
 try:
     from gunicorn.workers.base import Worker
-except ImportError:  # the one-process fallback of service.cli needs no gunicorn
+except ImportError:  # the one-process fallback of sca_service.cli needs no gunicorn
     Worker = None
 
 if Worker is not None:
+
     class FrontWorker(Worker):
         """A gunicorn worker process serving through :class:`FrontServer`: gunicorn
         forks, supervises and restarts the API processes; waitress reads requests."""
 
         def run(self):
-            server = create_server(self.wsgi, self.sockets[0].sock, self.wsgi.config,
-                                   self.cfg.threads)
+            server = create_server(
+                self.wsgi, self.sockets[0].sock, self.wsgi.config, self.cfg.threads
+            )
             parent = self.ppid
 
             def alive() -> bool:

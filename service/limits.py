@@ -6,8 +6,10 @@
   (a set of job ids per key, pruned of finished jobs when it looks full).
 
 ``0`` turns a limit off.  Without keys every caller shares one anonymous quota.
-Views marked :func:`service.auth.public` (the job page's static shell) are no
-API call: they count against no limit and so never need Redis.
+Views marked :func:`sca_service.auth.public` (the job page's static shell) are no
+API call: they count against no limit and so never need Redis.  Views marked
+:func:`counts_itself` call :func:`count_request` when the request counts (a
+job poll answered ``304 Not Modified`` does not).
 While Redis is full (it refuses the counter's write) requests are not
 counted: reads go on, and the routes that write answer 503 ``store-full``.
 """
@@ -17,11 +19,11 @@ from __future__ import annotations
 import threading
 import time
 
-from flask import current_app
+from flask import current_app, request
 
-from worker.jobs import ACTIVE
-from worker.problems import store_full
-from worker.store import RedisStore
+from sca_worker.jobs import ACTIVE
+from sca_worker.problems import store_full
+from sca_worker.store import RedisStore
 
 from .auth import current_owner, is_api_path, is_public_view
 from .errors import ProblemError
@@ -94,16 +96,36 @@ def _name(owner) -> str:
     return owner or "anonymous"
 
 
+def counts_itself(view):
+    """Mark a view that calls :func:`count_request` itself, once it knows the
+    request counts (a conditional GET answered 304 does not)."""
+    view.sca_counts_itself = True
+    return view
+
+
 def _rate_limit():
+    if not is_api_path() or is_public_view():
+        return None
+    view = current_app.view_functions.get(request.endpoint) if request.endpoint else None
+    if getattr(view, "sca_counts_itself", False) is True:
+        return None
+    return count_request()
+
+
+def count_request():
+    """Count the request against its key's rate (429 with ``Retry-After`` beyond)."""
     limit = current_app.config["SCA_RATE_LIMIT"]
-    if limit <= 0 or not is_api_path() or is_public_view():
+    if limit <= 0:
         return None
     now = time.time()
     if _counters().hit(_name(current_owner()), int(now)) > limit:
-        raise ProblemError(429, "Too Many Requests",
-                           f"more than {limit} requests per second for this API key",
-                           errors={"Authorization": ["request rate over the limit"]},
-                           headers={"Retry-After": "1"})
+        raise ProblemError(
+            429,
+            "Too Many Requests",
+            f"more than {limit} requests per second for this API key",
+            errors={"Authorization": ["request rate over the limit"]},
+            headers={"Retry-After": "1"},
+        )
     return None
 
 
@@ -121,15 +143,18 @@ def reserve_job(store, job_id: str) -> None:
             counters.remove(owner, other)
     if len(counters.members(owner)) > limit:
         counters.remove(owner, job_id)
-        raise ProblemError(429, "Too Many Requests",
-                           f"this API key already has {limit} jobs queued or running; "
-                           f"retry when one has finished",
-                           errors={"jobs": [f"at most {limit} active jobs per key"]},
-                           headers={"Retry-After": "5"})
+        raise ProblemError(
+            429,
+            "Too Many Requests",
+            f"this API key already has {limit} jobs queued or running; retry when one has finished",
+            errors={"jobs": [f"at most {limit} active jobs per key"]},
+            headers={"Retry-After": "5"},
+        )
 
 
 def init_app(app, store) -> None:
     """Register the rate limit (after authentication) and the job counters."""
-    app.extensions["sca_limits"] = (RedisCounters(store) if isinstance(store, RedisStore)
-                                    else MemoryCounters())
+    app.extensions["sca_limits"] = (
+        RedisCounters(store) if isinstance(store, RedisStore) else MemoryCounters()
+    )
     app.before_request(_rate_limit)

@@ -79,8 +79,9 @@ class Terminal(io.StringIO):
         return True
 
 
-def wait_for(get, job_id: str, timeout: float = 60, interval: float = 0.02,
-             seen: list | None = None) -> dict:
+def wait_for(
+    get, job_id: str, timeout: float = 60, interval: float = 0.02, seen: list | None = None
+) -> dict:
     """Poll ``GET /v1/jobs/{job_id}`` until the job leaves queued/running; its document.
 
     ``get(path)`` returns a response of Flask's test client or of requests.  A 503
@@ -98,8 +99,10 @@ def wait_for(get, job_id: str, timeout: float = 60, interval: float = 0.02,
             if job["status"] not in ("queued", "running"):
                 return job
         if time.monotonic() > deadline:
-            raise AssertionError(f"job {job_id} not finished after {timeout} s: "
-                                 f"{response.status_code} {response.text[:300]}")
+            raise AssertionError(
+                f"job {job_id} not finished after {timeout} s: "
+                f"{response.status_code} {response.text[:300]}"
+            )
         time.sleep(interval)
 
 
@@ -147,19 +150,26 @@ def redis_server():
 
     ``SCA_TEST_REDIS=start`` always starts a private server.
     """
-    candidates = () if os.environ.get("SCA_TEST_REDIS") == "start" else (
-        os.environ.get("REDIS_URL"), "redis://127.0.0.1:6379/0")
+    candidates = (
+        ()
+        if os.environ.get("SCA_TEST_REDIS") == "start"
+        else (os.environ.get("REDIS_URL"), "redis://127.0.0.1:6379/0")
+    )
     for candidate in candidates:
         if candidate and answers(candidate):
             yield candidate
             return
     binary = shutil.which("redis-server")
     if binary is None:
-        pytest.fail("no Redis reachable and no redis-server binary: "
-                    "`make install-test` installs one")
+        pytest.fail(
+            "no Redis reachable and no redis-server binary: `make install-test` installs one"
+        )
     port = free_port()
-    process = subprocess.Popen([binary, "--port", str(port), "--save", "", "--appendonly", "no"],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    process = subprocess.Popen(
+        [binary, "--port", str(port), "--save", "", "--appendonly", "no"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     url = f"redis://127.0.0.1:{port}/0"
     deadline = time.monotonic() + 10
     while not answers(url):
@@ -193,6 +203,6 @@ def redis_client(redis_url):
 @pytest.fixture
 def redis_store(redis_url):
     """A RedisStore under a key prefix of its own."""
-    from worker.store import RedisStore
+    from sca_worker.store import RedisStore
 
     return RedisStore.from_url(redis_url, ttl=600, prefix=f"sca-test-{uuid.uuid4().hex[:8]}:")

@@ -1,4 +1,4 @@
-"""Celery workers that run the core's stages on jobs stored in Redis.
+"""Celery workers that run the core's stages on jobs stored in Redis (``sca_worker``).
 
 ``celery -A worker worker`` finds :data:`app` here.  The Celery app is built
 from the environment only when ``app`` or ``create_celery`` is first looked
@@ -12,7 +12,9 @@ __all__ = ["app", "create_celery"]
 
 def __getattr__(name: str):
     if name in __all__:
-        from . import celery_app
+        # Absolute: `celery -A worker` imports this folder as `worker`, and the
+        # one Celery app must still be sca_worker.celery_app's.
+        import importlib
 
-        return getattr(celery_app, name)
+        return getattr(importlib.import_module("sca_worker.celery_app"), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

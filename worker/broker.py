@@ -9,9 +9,9 @@ in two places:
   escaped the consumer ("Unrecoverable error: OutOfMemoryError": the worker
   exited) and the task, already off the queue, was lost.  :class:`QoS` hands
   the task to the worker anyway, without the record that would redeliver it
-  if this worker died (the heartbeat takeover of :mod:`worker.heartbeat`
+  if this worker died (the heartbeat takeover of :mod:`sca_worker.heartbeat`
   still resumes its job once Redis has room); ``broker_channel_error_retry``
-  (:mod:`worker.celery_app`) makes any other refused write restart the
+  (:mod:`sca_worker.celery_app`) makes any other refused write restart the
   consumer instead of ending the worker.
 * the result backend stores the results of the chord's header
   (``sca.ensemble_run``) and counts them (a Lua script); refused, the chord
@@ -21,7 +21,7 @@ in two places:
   while Redis is full, for ``SCA_STORE_FULL_WAIT`` seconds at most.
 
 Celery already retries, as its ``task_publish_retry_policy`` says, the
-publishing of the next stage that Redis refused; :mod:`worker.tasks` waits
+publishing of the next stage that Redis refused; :mod:`sca_worker.tasks` waits
 for room before publishing the first.
 """
 
@@ -46,8 +46,10 @@ class QoS(kombu_redis.QoS):
         except Exception as exc:
             if not store_full(exc):
                 raise
-            log.warning("Redis is full: task %s received without its redelivery record",
-                        message.properties.get("correlation_id", delivery_tag))
+            log.warning(
+                "Redis is full: task %s received without its redelivery record",
+                message.properties.get("correlation_id", delivery_tag),
+            )
             virtual.QoS.append(self, message, delivery_tag)
 
 
@@ -71,14 +73,14 @@ class RedisBackend(CeleryRedisBackend):
 
     def on_chord_part_return(self, request, state, result, **kwargs):
         def count():
-            return super(RedisBackend, self).on_chord_part_return(request, state, result,
-                                                                  **kwargs)
+            return super(RedisBackend, self).on_chord_part_return(request, state, result, **kwargs)
 
-        def give_up(exc):  # the task fails: worker.tasks fails its job saying why
+        def give_up(exc):  # the task fails: sca_worker.tasks fails its job saying why
             raise exc
 
-        return with_room(count, give_up, self.app.sca_settings["SCA_STORE_FULL_WAIT"],
-                         f"chord {request.group}")
+        return with_room(
+            count, give_up, self.app.sca_settings["SCA_STORE_FULL_WAIT"], f"chord {request.group}"
+        )
 
 
 #: The name Celery's ``broker_transport`` takes.

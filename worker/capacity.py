@@ -31,7 +31,7 @@ POLL_SECONDS = 1.0
 
 
 def check_redis(store) -> dict:
-    """What is wrong with the Redis behind ``store`` (a :class:`worker.store.RedisStore`).
+    """What is wrong with the Redis behind ``store`` (a :class:`sca_worker.store.RedisStore`).
 
     Returns ``{"problems": [...], "warnings": [...]}``: problems make the
     service unready (an evicting policy, writes refused now), warnings do not
@@ -42,25 +42,31 @@ def check_redis(store) -> dict:
     problems, warnings = [], []
     policy = memory.get("maxmemory_policy", "noeviction")
     if policy != "noeviction":
-        problems.append(f"maxmemory-policy is {policy}: at maxmemory Redis evicts keys, "
-                        f"deleting accepted jobs without a word; set maxmemory-policy "
-                        f"noeviction")
+        problems.append(
+            f"maxmemory-policy is {policy}: at maxmemory Redis evicts keys, "
+            f"deleting accepted jobs without a word; set maxmemory-policy "
+            f"noeviction"
+        )
     try:
         client.set(store.key("ready-probe"), b"1", px=10_000)
     except Exception as exc:
         if not store_full(exc):
             raise
-        problems.append("Redis is full: used memory reached maxmemory and writes are "
-                        "refused; new jobs get 503 until finished jobs expire or are "
-                        "deleted, or maxmemory is raised")
+        problems.append(
+            "Redis is full: used memory reached maxmemory and writes are "
+            "refused; new jobs get 503 until finished jobs expire or are "
+            "deleted, or maxmemory is raised"
+        )
     maxmemory = int(memory.get("maxmemory") or 0)
     used = int(memory.get("used_memory", 0)) - int(memory.get("mem_not_counted_for_evict", 0))
     if maxmemory and used >= NEAR_FULL * maxmemory:
-        warnings.append(f"memory use is {used / maxmemory:.0%} of maxmemory "
-                        f"({used} of {maxmemory} bytes)")
+        warnings.append(
+            f"memory use is {used / maxmemory:.0%} of maxmemory ({used} of {maxmemory} bytes)"
+        )
     if not int(persistence.get("aof_enabled", 0)):
-        warnings.append("appendonly is off: a Redis restart loses queued jobs and results; "
-                        "set appendonly yes")
+        warnings.append(
+            "appendonly is off: a Redis restart loses queued jobs and results; set appendonly yes"
+        )
     return {"problems": problems, "warnings": warnings}
 
 
@@ -86,7 +92,6 @@ def with_room(action, give_up, wait: float, what: str):
                 step = functools.partial(give_up, exc)
                 continue
             if not told:
-                log.warning("%s: Redis is full (maxmemory); waiting up to %ss for room",
-                            what, wait)
+                log.warning("%s: Redis is full (maxmemory); waiting up to %ss for room", what, wait)
                 told = True
         time.sleep(POLL_SECONDS)

@@ -1,7 +1,7 @@
 """Which jobs use which artifacts, and deleting those no job uses any more.
 
 Artifacts are content-addressed and shared by every job of the same input
-(see :mod:`worker.jobs`), so deleting a job must not delete what another job
+(see :mod:`sca_worker.jobs`), so deleting a job must not delete what another job
 still reads.  Every job is listed in the set ``refs:<h_input>`` when it is
 created; every artifact a job uses derives from its input, so the jobs that
 could share one of its artifacts are all in that set.  :func:`release`
@@ -13,7 +13,7 @@ artifacts already gone and writes them again; a job's record is created
 before it is listed.
 
 A stage that was running when its job was cancelled writes its artifact
-after the API released the job's; :func:`worker.stages.execute` calls
+after the API released the job's; :func:`sca_worker.stages.execute` calls
 :func:`release` again once such a stage returns, so nothing is left behind.
 """
 
@@ -29,7 +29,7 @@ def _refs(store, record) -> str:
 
 def _names(record) -> set[str]:
     keys = artifact_keys(record)
-    names = {keys[k] for k in ("input", "op", "P", "balance", "spectrum", "result")}
+    names = {keys[k] for k in ("input", "op", "P", "balance", "spectrum", "result", "models")}
     runs = int(record.get("runs_total") or 0)  # counted at submission
     return names | {f"{keys['run']}{i}" for i in range(runs)}
 

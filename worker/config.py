@@ -3,8 +3,8 @@
 The worker process (``celery -A worker worker``) calls :func:`settings_from_env`
 once, when its Celery app is built; the service reads its own settings with
 the same :func:`convert` and hands the worker's subset to
-:func:`worker.celery_app.create_celery` and
-:func:`worker.store.store_from_settings`, which both :func:`resolve` it.
+:func:`sca_worker.celery_app.create_celery` and
+:func:`sca_worker.store.store_from_settings`, which both :func:`resolve` it.
 """
 
 from __future__ import annotations
@@ -12,8 +12,9 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Mapping
+from typing import Any
 
-DEFAULTS = {
+DEFAULTS: dict[str, Any] = {
     "REDIS_URL": None,
     # Jobs, results and artifacts expire this many seconds after their last use.
     "SCA_JOB_TTL": 86_400,
@@ -39,13 +40,33 @@ DEFAULTS = {
     # waits this many seconds for room, then fails its job with a problem
     # saying so; publishing the next stage and storing results wait as long.
     "SCA_STORE_FULL_WAIT": 300,
+    # Webhooks (sca_worker.webhooks): hosts and networks callbacks may reach
+    # (unset: any public address), the signing secret when a job brings none,
+    # seconds per attempt, retries after the first, and the first retry's
+    # delay in seconds (doubled each time, at most 600).
+    "SCA_WEBHOOK_ALLOW": None,
+    "SCA_WEBHOOK_SECRET": None,
+    "SCA_WEBHOOK_TIMEOUT": 10.0,
+    "SCA_WEBHOOK_RETRIES": 8,
+    "SCA_WEBHOOK_BACKOFF": 2.0,
 }
 
 #: Spellings of a flag's two values (any case).
-FLAGS = {"true": True, "yes": True, "on": True, "1": True,
-         "false": False, "no": False, "off": False, "0": False}
-_EXPECTED = {bool: "true or false (also yes/no, on/off, 1/0)", int: "a whole number",
-             float: "a finite number"}
+FLAGS = {
+    "true": True,
+    "yes": True,
+    "on": True,
+    "1": True,
+    "false": False,
+    "no": False,
+    "off": False,
+    "0": False,
+}
+_EXPECTED = {
+    bool: "true or false (also yes/no, on/off, 1/0)",
+    int: "a whole number",
+    float: "a finite number",
+}
 
 
 class SettingError(ValueError):
@@ -77,8 +98,11 @@ def parse(name: str, value, default):
 def convert(values: Mapping, defaults: Mapping = DEFAULTS) -> dict:
     """The names of ``defaults`` that ``values`` sets (not None or ""), each
     converted to its default's type by :func:`parse` (the environment gives text)."""
-    return {name: parse(name, values[name], default) for name, default in defaults.items()
-            if values.get(name) not in (None, "")}
+    return {
+        name: parse(name, values[name], default)
+        for name, default in defaults.items()
+        if values.get(name) not in (None, "")
+    }
 
 
 def resolve(settings: Mapping) -> dict:
@@ -90,13 +114,24 @@ def resolve(settings: Mapping) -> dict:
     soft, hard = resolved["SCA_TASK_SOFT_TIME_LIMIT"], resolved["SCA_TASK_TIME_LIMIT"]
     visibility = resolved["SCA_VISIBILITY_TIMEOUT"]
     if not 0 < soft < hard < visibility:
-        raise ValueError(f"need 0 < SCA_TASK_SOFT_TIME_LIMIT ({soft}) < SCA_TASK_TIME_LIMIT "
-                         f"({hard}) < SCA_VISIBILITY_TIMEOUT ({visibility}): a task still "
-                         f"running when the visibility timeout ends is delivered twice")
+        raise ValueError(
+            f"need 0 < SCA_TASK_SOFT_TIME_LIMIT ({soft}) < SCA_TASK_TIME_LIMIT "
+            f"({hard}) < SCA_VISIBILITY_TIMEOUT ({visibility}): a task still "
+            f"running when the visibility timeout ends is delivered twice"
+        )
     interval, timeout = resolved["SCA_HEARTBEAT_INTERVAL"], resolved["SCA_HEARTBEAT_TIMEOUT"]
     if not 0 < 2 * interval <= timeout:
-        raise ValueError(f"SCA_HEARTBEAT_TIMEOUT ({timeout}) must be at least twice "
-                         f"SCA_HEARTBEAT_INTERVAL ({interval})")
+        raise ValueError(
+            f"SCA_HEARTBEAT_TIMEOUT ({timeout}) must be at least twice "
+            f"SCA_HEARTBEAT_INTERVAL ({interval})"
+        )
+    for name in ("SCA_WEBHOOK_TIMEOUT", "SCA_WEBHOOK_BACKOFF"):
+        if not resolved[name] > 0:
+            raise ValueError(f"{name} ({resolved[name]}) must be positive")
+    if resolved["SCA_WEBHOOK_RETRIES"] < 0:
+        raise ValueError(
+            f"SCA_WEBHOOK_RETRIES ({resolved['SCA_WEBHOOK_RETRIES']}) must be 0 or more"
+        )
     return resolved
 
 

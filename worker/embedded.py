@@ -3,16 +3,25 @@
 With no ``REDIS_URL`` the API submits jobs here instead of to Celery.  A job
 runs its stages in order on one pool thread (the ensemble runs one after
 another); other jobs run on the other threads.  Cancelling is cooperative:
-:func:`worker.stages.execute` skips every stage of a job that is no longer
+:func:`sca_worker.stages.execute` skips every stage of a job that is no longer
 active, so a cancelled job stops at the next stage or ensemble run.
+
+Webhooks of finished jobs are delivered on the same pool; a failed attempt
+is tried again after a backoff counted by a timer, not by a waiting thread
+(see :mod:`sca_worker.webhooks`).
 """
 
 from __future__ import annotations
 
+import logging
+import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 
-from . import stages
+from . import stages, webhooks
+from .config import resolve
 from .store import ArtifactStore
+
+log = logging.getLogger(__name__)
 
 
 def run_job(store: ArtifactStore, job_id: str) -> None:
@@ -34,11 +43,37 @@ def run_job(store: ArtifactStore, job_id: str) -> None:
 class EmbeddedRunner:
     """Runs jobs on a thread pool of ``workers`` threads."""
 
-    def __init__(self, store: ArtifactStore, workers: int = 2):
+    def __init__(self, store: ArtifactStore, workers: int = 2, settings=None):
         self.store = store
-        self.pool = ThreadPoolExecutor(max_workers=max(1, int(workers)),
-                                       thread_name_prefix="sca-job")
+        self.settings = resolve(settings or {})
+        self.pool = ThreadPoolExecutor(
+            max_workers=max(1, int(workers)), thread_name_prefix="sca-job"
+        )
         self.futures: dict[str, Future] = {}
+        webhooks.attach(store, self.webhook)
+
+    def webhook(self, job_id: str, status: str, retries: int = 0) -> None:
+        """Deliver a finished job's webhook on the pool (attempt ``retries + 1``)."""
+        self.pool.submit(self._deliver, job_id, status, retries)
+
+    def _deliver(self, job_id: str, status: str, retries: int) -> None:
+        try:
+            delivered = webhooks.attempt(self.store, job_id, status, retries + 1, self.settings)
+        except Exception:  # noqa: BLE001 - never take the pool thread down
+            log.exception("job %s: webhook attempt failed", job_id)
+            delivered = False
+        if delivered is False:
+            timer = threading.Timer(
+                webhooks.backoff(retries, self.settings), self._again, (job_id, status, retries + 1)
+            )
+            timer.daemon = True
+            timer.start()
+
+    def _again(self, job_id: str, status: str, retries: int) -> None:
+        try:
+            self.webhook(job_id, status, retries)
+        except RuntimeError:  # the pool was shut down meanwhile
+            pass
 
     def submit(self, job_id: str) -> str:
         future = self.pool.submit(self._run, job_id)
@@ -50,6 +85,10 @@ class EmbeddedRunner:
             run_job(self.store, job_id)
         finally:
             self.futures.pop(job_id, None)
+
+    def waiting(self) -> int:
+        """Jobs submitted and waiting for a thread."""
+        return sum(1 for f in list(self.futures.values()) if not (f.running() or f.done()))
 
     def revoke(self, job_id: str, task_ids=()) -> None:
         """Cancel a job: queued jobs never start; running ones stop at the next stage."""

@@ -28,8 +28,12 @@ from sca.inputs import check_consensus, check_labels, check_snn
 
 def sparse_arrays(n: int, rows, cols, values) -> dict[str, np.ndarray]:
     """The input arrays of a sparse consensus given as coordinates."""
-    return {"n": np.array(int(n)), "rows": _indices(rows, "rows", n),
-            "cols": _indices(cols, "cols", n), "values": np.asarray(values, dtype=float)}
+    return {
+        "n": np.array(int(n)),
+        "rows": _indices(rows, "rows", n),
+        "cols": _indices(cols, "cols", n),
+        "values": np.asarray(values, dtype=float),
+    }
 
 
 def _indices(values, name: str, n: int) -> np.ndarray:
@@ -40,8 +44,9 @@ def _indices(values, name: str, n: int) -> np.ndarray:
 
 
 def _out_of_range(name: str, n: int) -> sca.SCAError:
-    return sca.SCAError(f"{name} must hold indices in [0, n-1] = [0, {int(n) - 1}]",
-                        f"consensus.{name}")
+    return sca.SCAError(
+        f"{name} must hold indices in [0, n-1] = [0, {int(n) - 1}]", f"consensus.{name}"
+    )
 
 
 def sparse_consensus(arrays: Mapping[str, np.ndarray]) -> sp.csr_array:

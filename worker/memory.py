@@ -7,10 +7,11 @@ import threading
 import time
 from collections import defaultdict
 
+from .atomic import MemoryAtomic
 from .store import ArtifactStore
 
 
-class MemoryStore(ArtifactStore):
+class MemoryStore(MemoryAtomic, ArtifactStore):
     """An in-process store with the same behaviour (the embedded default, tests)."""
 
     def __init__(self, **kwargs):

@@ -46,8 +46,9 @@ _SCA_KINDS = {
 }
 
 
-def problem(kind: str, title: str, status: int, detail: str, stage: str | None = None,
-            **members) -> dict:
+def problem(
+    kind: str, title: str, status: int, detail: str, stage: str | None = None, **members
+) -> dict:
     """A problem document of type ``PROBLEM_BASE + kind`` (``stage`` when a job's stage failed)."""
     out = {"type": PROBLEM_BASE + kind, "title": title, "status": status, "detail": detail}
     if stage is not None:
@@ -61,21 +62,34 @@ def problem_for(exc: BaseException, stage: str | None = None) -> dict:
     an artifact gone, 503 for a full Redis, 504 for a time limit, 500 for anything else."""
     if isinstance(exc, sca.SCAError):
         kind, title = _SCA_KINDS.get(type(exc), ("invalid-input", "Invalid input"))
-        return problem(kind, title, 422, str(exc), stage,
-                       errors={exc.field or "input": [str(exc)]})
+        return problem(kind, title, 422, str(exc), stage, errors={exc.field or "input": [str(exc)]})
     if isinstance(exc, ArtifactMissing):
-        return problem("artifact-missing", "Artifact missing", 410,
-                       f"an intermediate result expired or was deleted ({exc}); resubmit",
-                       stage)
+        return problem(
+            "artifact-missing",
+            "Artifact missing",
+            410,
+            f"an intermediate result expired or was deleted ({exc}); resubmit",
+            stage,
+        )
     if store_full(exc):
-        return problem("store-full", "Store full", 503,
-                       "Redis is full (its used memory reached maxmemory) and refused a write; "
-                       "retry later: room comes back as finished jobs expire or are deleted, "
-                       "or when maxmemory is raised", stage)
+        return problem(
+            "store-full",
+            "Store full",
+            503,
+            "Redis is full (its used memory reached maxmemory) and refused a write; "
+            "retry later: room comes back as finished jobs expire or are deleted, "
+            "or when maxmemory is raised",
+            stage,
+        )
     where = f"the {stage} stage" if stage else "the request"
     if type(exc).__name__ in ("SoftTimeLimitExceeded", "TimeLimitExceeded"):
-        return problem("time-limit", "Time limit exceeded", 504,
-                       f"{where} exceeded its time limit", stage)
-    return problem("internal-error", "Stage failed", 500,
-                   f"{where} failed unexpectedly ({type(exc).__name__}); see the worker log",
-                   stage)
+        return problem(
+            "time-limit", "Time limit exceeded", 504, f"{where} exceeded its time limit", stage
+        )
+    return problem(
+        "internal-error",
+        "Stage failed",
+        500,
+        f"{where} failed unexpectedly ({type(exc).__name__}); see the worker log",
+        stage,
+    )

@@ -1,8 +1,8 @@
 """The four stages of a job as plain functions over a store.
 
 Each stage loads its artifacts, calls the core, saves its artifacts and
-updates the job record.  The Celery tasks (:mod:`worker.tasks`) and the
-embedded runner (:mod:`worker.embedded`) both call :func:`execute`, which
+updates the job record.  The Celery tasks (:mod:`sca_worker.tasks`) and the
+embedded runner (:mod:`sca_worker.embedded`) both call :func:`execute`, which
 adds what every stage needs: it skips jobs no longer active, marks the stage
 as running, times it and turns any failure into a failed job with a
 problem+json ``error``.  Stages write content-addressed artifacts, so
@@ -13,12 +13,18 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 
 import numpy as np
 
+# The core loads scikit-learn on first use (so `sca --help` stays fast); a
+# worker loads it at start-up rather than inside its first job.
+import sklearn.cluster  # noqa: F401
+import sklearn.decomposition  # noqa: F401
+
 import sca
 
-from . import inputs
+from . import events, inputs, metrics
 from .jobs import ACTIVE, ITERATION_OPTIONS, SPECTRAL_OPTIONS, alive, jsonable, now
 from .problems import TRANSIENT, problem_for, store_full
 from .store import ArtifactStore
@@ -27,14 +33,20 @@ log = logging.getLogger(__name__)
 
 
 def artifact_keys(record) -> dict:
-    """Names of a job's artifacts in the store (see :mod:`worker.jobs`)."""
+    """Names of a job's artifacts in the store (see :mod:`sca_worker.jobs`)."""
     h = record["hashes"]
-    return {"input": f"input:{h['input']}", "op": f"op:{h['input']}",
-            "P": f"P:{h['balance']}", "balance": f"balance:{h['balance']}",
-            "spectrum": f"spectrum:{h['spectrum']}", "result": f"result:{h['result']}",
-            # Runs belong to the job that made them: an identical job racing it
-            # collects (and deletes) its own, never its twin's.
-            "run": f"run:{h['input']}:{record['id']}:"}
+    return {
+        "input": f"input:{h['input']}",
+        "op": f"op:{h['input']}",
+        "P": f"P:{h['balance']}",
+        "balance": f"balance:{h['balance']}",
+        "spectrum": f"spectrum:{h['spectrum']}",
+        "result": f"result:{h['result']}",
+        "models": f"models:{h['input']}",
+        # Runs belong to the job that made them: an identical job racing it
+        # collects (and deletes) its own, never its twin's.
+        "run": f"run:{h['input']}:{record['id']}:",
+    }
 
 
 def cache_hit(store: ArtifactStore, record: dict) -> dict | None:
@@ -45,9 +57,16 @@ def cache_hit(store: ArtifactStore, record: dict) -> dict | None:
     keys = artifact_keys(record)
     if not store.has(keys["result"]):
         return None
-    store.touch(keys["result"], keys["P"], keys["balance"], keys["spectrum"], keys["input"])
-    return {"status": "succeeded", "stage": "iteration", "cached": True,
-            "runs_done": record["runs_total"], "updated": now()}
+    store.touch(
+        keys["result"], keys["P"], keys["balance"], keys["spectrum"], keys["input"], keys["models"]
+    )
+    return {
+        "status": "succeeded",
+        "stage": "iteration",
+        "cached": True,
+        "runs_done": record["runs_total"],
+        "updated": now(),
+    }
 
 
 # -- planning ------------------------------------------------------------------------------
@@ -76,13 +95,15 @@ def _plan(store: ArtifactStore, record: dict) -> dict:
     job_id, keys = record["id"], artifact_keys(record)
     hit = cache_hit(store, record)
     if hit is not None:
-        store.update_job(job_id, hit, expect=ACTIVE)
+        if store.update_job(job_id, hit, expect=ACTIVE):
+            events.finished(store, job_id, "succeeded")
         return {"stages": [], "runs": []}
-    store.touch(keys["input"], keys["op"], keys["P"], keys["balance"], keys["spectrum"])
+    store.touch(
+        keys["input"], keys["op"], keys["P"], keys["balance"], keys["spectrum"], keys["models"]
+    )
     need_balance = not store.has(keys["P"])
     need_spectral = need_balance or not store.has(keys["spectrum"])
-    need_ensemble = (need_balance and "ensemble" in record["stages"]
-                     and not store.has(keys["op"]))
+    need_ensemble = need_balance and "ensemble" in record["stages"] and not store.has(keys["op"])
     stages = (["ensemble"] if need_ensemble else []) + (["balancing"] if need_balance else [])
     stages += (["spectral"] if need_spectral else []) + ["iteration"]
     runs = []
@@ -96,25 +117,50 @@ def _plan(store: ArtifactStore, record: dict) -> dict:
 
 # -- the stages ----------------------------------------------------------------------------
 def ensemble_run(store: ArtifactStore, record: dict, index: int, run: dict) -> None:
-    """One clustering of the ensemble; its labels become an artifact."""
+    """One clustering of the ensemble; its labels and model (k-means centres, NMF
+    components) become an artifact."""
     keys = artifact_keys(record)
     name = f"{keys['run']}{index}"
     if store.has(keys["op"]):  # a late run of an ensemble already collected (takeover)
         return
     if not store.has(name):
         X = store.load_arrays(keys["input"])["X"]
-        store.save_arrays(name, {"labels": sca.ensemble_run(X, run)})
+        labels, model = sca.ensemble_model(X, run)
+        store.save_arrays(
+            name, {"labels": labels, "model": model, "algorithm": np.array(run["algorithm"])}
+        )
     store.incr_job(record["id"], "runs_done")
 
 
 def ensemble_collect(store: ArtifactStore, record: dict, total: int) -> None:
-    """The chord's callback: the membership operator S = H H^T of all runs."""
+    """The chord's callback: the membership operator S = H H^T of all runs, and the
+    runs' models for placing new elements (:func:`save_models`)."""
     keys = artifact_keys(record)
     names = [f"{keys['run']}{i}" for i in range(total)]
     if not store.has(keys["op"]):  # an identical job may have collected the same ensemble
-        labels = np.column_stack([store.load_arrays(name)["labels"] for name in names])
+        runs = [store.load_arrays(name) for name in names]
+        labels = np.column_stack([run["labels"] for run in runs])
+        save_models(store, keys["models"], labels, runs)  # before op: op means both exist
         store.save_arrays(keys["op"], sca.operator_state(sca.membership_operator(labels)))
     store.delete(*names)
+
+
+def save_models(store: ArtifactStore, name: str, labels, runs: list) -> None:
+    """The ensemble's models stacked (run j owns rows ``groups[j]:groups[j+1]``), each
+    run's algorithm, and the label each column of H stands for."""
+    models = [run["model"] for run in runs]
+    groups = np.concatenate([[0], np.cumsum([m.shape[0] for m in models])])
+    columns, column_groups = sca.run_columns(labels)
+    store.save_arrays(
+        name,
+        {
+            "models": np.concatenate(models),
+            "groups": groups,
+            "algorithms": np.array([str(run["algorithm"]) for run in runs]),
+            "columns": columns,
+            "column_groups": column_groups,
+        },
+    )
 
 
 def source_operator(store: ArtifactStore, record: dict):
@@ -159,15 +205,24 @@ def iteration(store: ArtifactStore, record: dict) -> None:
     store.save_json(keys["result"], jsonable(result))
 
 
-STAGE_FUNCTIONS = {"ensemble": ensemble_run, "ensemble_collect": ensemble_collect,
-                   "balancing": balancing, "spectral": spectral, "iteration": iteration}
+STAGE_FUNCTIONS: dict[str, Callable[..., None]] = {
+    "ensemble": ensemble_run,
+    "ensemble_collect": ensemble_collect,
+    "balancing": balancing,
+    "spectral": spectral,
+    "iteration": iteration,
+}
 
 
 # -- running a stage -----------------------------------------------------------------------
 def fail(store: ArtifactStore, job_id: str, problem: dict) -> bool:
-    """End an active job as failed with ``problem`` (see :mod:`worker.problems`)."""
-    return store.update_job(job_id, {"status": "failed", "error": problem, "updated": now()},
-                            expect=ACTIVE)
+    """End an active job as failed with ``problem`` (see :mod:`sca_worker.problems`)."""
+    failed = store.update_job(
+        job_id, {"status": "failed", "error": problem, "updated": now()}, expect=ACTIVE
+    )
+    if failed:
+        events.finished(store, job_id, "failed")
+    return failed
 
 
 def fail_full(store: ArtifactStore, job_id: str, exc: BaseException) -> bool:
@@ -183,9 +238,11 @@ def execute(store: ArtifactStore, job_id: str, stage: str, *args) -> bool:
         return False
     public_stage = "ensemble" if stage == "ensemble_collect" else stage
     alive(store, job_id)  # a stage starting is a sign of life
-    if not store.update_job(job_id, {"status": "running", "stage": public_stage,
-                                     "updated": now()}, expect=ACTIVE):
+    if not store.update_job(
+        job_id, {"status": "running", "stage": public_stage, "updated": now()}, expect=ACTIVE
+    ):
         return False
+    events.stage_started(store, job_id, public_stage, record.get("stage"))
     start = time.perf_counter()
     try:
         STAGE_FUNCTIONS[stage](store, record, *args)
@@ -197,13 +254,17 @@ def execute(store: ArtifactStore, job_id: str, stage: str, *args) -> bool:
         fail(store, job_id, problem_for(exc, public_stage))
         return False
     finally:
+        elapsed = time.perf_counter() - start
+        metrics.observe_quietly(store, "stage", stage, elapsed)
         try:
-            store.incr_job(job_id, f"t:{public_stage}", time.perf_counter() - start)
+            store.incr_job(job_id, f"t:{public_stage}", elapsed)
         except Exception as exc:  # a timing is not worth waiting for room
             if not store_full(exc):
                 raise
+    events.stage_done(store, job_id, stage)
     if stage == "iteration":  # succeeded only once its timing is recorded: a poll sees both
-        store.update_job(job_id, {"status": "succeeded", "updated": now()}, expect=ACTIVE)
+        if store.update_job(job_id, {"status": "succeeded", "updated": now()}, expect=ACTIVE):
+            events.finished(store, job_id, "succeeded")
     current = store.get_job(job_id)
     if current is None or current["status"] == "cancelled":
         from .cleanup import release  # cancelled or deleted meanwhile: drop what it wrote

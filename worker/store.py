@@ -12,7 +12,9 @@ which are JSON too).  Every key expires ``ttl`` seconds after its last write.
 Both stores share this logic through a handful of primitives
 (:class:`ArtifactStore` subclasses implement ``_set``, ``_get`` ...; the set
 primitives ``sadd``, ``srem`` and ``smembers`` and :meth:`ArtifactStore.key` are
-public, for the modules that keep sets of their own).
+public, for the modules that keep sets of their own).  The atomic primitives of
+:mod:`sca_worker.atomic` (set-if-absent and compare-and-set values, sorted
+indexes, counter hashes, scans for metrics) are mixed into both stores.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from collections.abc import Iterable, Mapping
 
 import numpy as np
 
+from .atomic import RedisAtomic
 from .config import DEFAULTS, resolve
 
 _HEAD = b"SCACHUNKS:"
@@ -37,9 +40,12 @@ class ArtifactMissing(KeyError):
 class ArtifactStore:
     """Arrays, JSON values and job records under one key prefix with a TTL."""
 
-    def __init__(self, ttl: int = DEFAULTS["SCA_JOB_TTL"],
-                 chunk_bytes: int = DEFAULTS["SCA_CHUNK_BYTES"],
-                 prefix: str = DEFAULTS["SCA_KEY_PREFIX"]):
+    def __init__(
+        self,
+        ttl: int = DEFAULTS["SCA_JOB_TTL"],
+        chunk_bytes: int = DEFAULTS["SCA_CHUNK_BYTES"],
+        prefix: str = DEFAULTS["SCA_KEY_PREFIX"],
+    ):
         if ttl < 1 or chunk_bytes < 1:
             raise ValueError("ttl and chunk_bytes must be positive")
         self.ttl = int(ttl)
@@ -68,8 +74,9 @@ class ArtifactStore:
         """Set hash fields, creating the hash if need be."""
         raise NotImplementedError
 
-    def _hupdate(self, key: str, mapping: dict[str, bytes], ttl: int,
-                 expect: tuple[bytes, ...]) -> bool:
+    def _hupdate(
+        self, key: str, mapping: dict[str, bytes], ttl: int, expect: tuple[bytes, ...]
+    ) -> bool:
         """Set fields of an existing hash (atomically), and only while its
         ``status`` field is one of ``expect`` when that is not empty."""
         raise NotImplementedError
@@ -104,15 +111,16 @@ class ArtifactStore:
         """The full key of ``name`` (under this store's prefix)."""
         return self.prefix + name
 
-    def save_arrays(self, name: str, arrays: Mapping[str, np.ndarray],
-                    ttl: int | None = None) -> int:
+    def save_arrays(
+        self, name: str, arrays: Mapping[str, np.ndarray], ttl: int | None = None
+    ) -> int:
         """Store ``arrays`` as one ``.npz`` artifact; returns its size in bytes."""
         arrays = {k: np.asarray(v) for k, v in arrays.items()}
         for key, value in arrays.items():
             if value.dtype.hasobject:
                 raise ValueError(f"artifact {name}: array {key!r} has object dtype (would pickle)")
         buffer = io.BytesIO()
-        np.savez(buffer, **arrays)
+        np.savez(buffer, **arrays)  # type: ignore[arg-type]  # numpy's stub: **kwds as arrays
         data = buffer.getbuffer()
         self.save_bytes(name, data, ttl)
         return data.nbytes
@@ -131,7 +139,7 @@ class ArtifactStore:
             return
         count = -(-view.nbytes // self.chunk_bytes)
         for i in range(count):
-            chunk = bytes(view[i * self.chunk_bytes:(i + 1) * self.chunk_bytes])
+            chunk = bytes(view[i * self.chunk_bytes : (i + 1) * self.chunk_bytes])
             self._set(f"{key}:chunk:{i}", chunk, ttl)
         self._set(key, _HEAD + str(count).encode(), ttl)
 
@@ -142,7 +150,7 @@ class ArtifactStore:
             raise ArtifactMissing(name)
         if not head.startswith(_HEAD):
             return head
-        count = int(head[len(_HEAD):])
+        count = int(head[len(_HEAD) :])
         parts = []
         for i in range(count):
             part = self._get(f"{key}:chunk:{i}")
@@ -157,7 +165,7 @@ class ArtifactStore:
         if self._peek(key, len(_HEAD)) == _HEAD:
             head = self._get(key) or b""
             if head.startswith(_HEAD):
-                keys += [f"{key}:chunk:{i}" for i in range(int(head[len(_HEAD):]))]
+                keys += [f"{key}:chunk:{i}" for i in range(int(head[len(_HEAD) :]))]
         return keys
 
     def has(self, name: str) -> bool:
@@ -194,8 +202,7 @@ class ArtifactStore:
             return None
         return {k: json.loads(v) for k, v in raw.items()}
 
-    def update_job(self, job_id: str, fields: Mapping,
-                   expect: Iterable[str] | None = None) -> bool:
+    def update_job(self, job_id: str, fields: Mapping, expect: Iterable[str] | None = None) -> bool:
         """Set fields of an existing job; with ``expect``, only while its status is one of them.
 
         Returns whether the update happened.
@@ -208,7 +215,8 @@ class ArtifactStore:
         return self._hincr(self._job_key(job_id), field, amount)
 
     def delete_job(self, job_id: str) -> None:
-        self._delete([self._job_key(job_id), self._job_key(job_id) + ":tasks"])
+        key = self._job_key(job_id)
+        self._delete([key, key + ":tasks", key + ":events"])
 
     def add_task(self, job_id: str, task_id: str) -> None:
         self.sadd(self._job_key(job_id) + ":tasks", task_id, self.ttl)
@@ -251,7 +259,7 @@ return redis.call('HINCRBYFLOAT', KEYS[1], ARGV[1], ARGV[2])
 """
 
 
-class RedisStore(ArtifactStore):
+class RedisStore(RedisAtomic, ArtifactStore):
     """The store on a Redis server (shared by the API and every worker)."""
 
     def __init__(self, client, **kwargs):
@@ -261,14 +269,16 @@ class RedisStore(ArtifactStore):
         self._hincr_script = client.register_script(_HINCR_SCRIPT)
 
     @classmethod
-    def from_url(cls, url: str, timeout: float = DEFAULTS["SCA_REDIS_TIMEOUT"],
-                 **kwargs) -> "RedisStore":
+    def from_url(
+        cls, url: str, timeout: float = DEFAULTS["SCA_REDIS_TIMEOUT"], **kwargs
+    ) -> RedisStore:
         """Connect to ``redis://`` or ``rediss://`` (TLS; query options such as
         ``ssl_ca_certs``); ``timeout`` bounds each connect and each command."""
         import redis
 
-        client = redis.Redis.from_url(url, health_check_interval=30, socket_timeout=timeout,
-                                      socket_connect_timeout=timeout)
+        client = redis.Redis.from_url(
+            url, health_check_interval=30, socket_timeout=timeout, socket_connect_timeout=timeout
+        )
         return cls(client, **kwargs)
 
     def _set(self, key, value, ttl):
@@ -310,8 +320,9 @@ class RedisStore(ArtifactStore):
 
     def _hincr(self, key, field, amount):
         whole = float(amount).is_integer()
-        value = self._hincr_script(keys=[key], args=[field, int(amount) if whole else amount,
-                                                     "int" if whole else "float"])
+        value = self._hincr_script(
+            keys=[key], args=[field, int(amount) if whole else amount, "int" if whole else "float"]
+        )
         if value is None:
             return None
         return int(value) if whole else float(value)
@@ -333,21 +344,31 @@ class RedisStore(ArtifactStore):
 
     def lock(self, name, timeout=_LOCK_SECONDS):
         # redis-py's lock: SET NX PX to take it, a Lua script to give it back
-        return self.client.lock(self.key(f"lock:{name}"), timeout=timeout,
-                                blocking_timeout=timeout)
+        return self.client.lock(self.key(f"lock:{name}"), timeout=timeout, blocking_timeout=timeout)
 
 
-# The in-memory form lives in its own module; imported here (after the base
-# class exists) so both stores are reachable from this one.
-from .memory import MemoryStore  # noqa: E402
+def __getattr__(name: str):
+    # The in-memory form lives in its own module, which imports this one: it is
+    # reachable from here on first use, whichever of the two is imported first.
+    if name == "MemoryStore":
+        from .memory import MemoryStore
+
+        return MemoryStore
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def store_from_settings(settings: Mapping) -> ArtifactStore:
     """A :class:`RedisStore` when ``REDIS_URL`` is set, else a :class:`MemoryStore`."""
     settings = resolve(settings)
-    kwargs = {"ttl": settings["SCA_JOB_TTL"], "chunk_bytes": settings["SCA_CHUNK_BYTES"],
-              "prefix": settings["SCA_KEY_PREFIX"]}
+    kwargs = {
+        "ttl": settings["SCA_JOB_TTL"],
+        "chunk_bytes": settings["SCA_CHUNK_BYTES"],
+        "prefix": settings["SCA_KEY_PREFIX"],
+    }
     if not settings["REDIS_URL"]:
+        from .memory import MemoryStore
+
         return MemoryStore(**kwargs)
-    return RedisStore.from_url(settings["REDIS_URL"], timeout=settings["SCA_REDIS_TIMEOUT"],
-                               **kwargs)
+    return RedisStore.from_url(
+        settings["REDIS_URL"], timeout=settings["SCA_REDIS_TIMEOUT"], **kwargs
+    )

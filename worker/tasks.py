@@ -1,4 +1,4 @@
-"""Named Celery tasks: thin wrappers over :mod:`worker.stages`.
+"""Named Celery tasks: thin wrappers over :mod:`sca_worker.stages`.
 
 Every task takes a job id and small JSON options, never arrays: the stages
 read and write artifacts in the store.  ``sca.start`` (the one task the API
@@ -11,7 +11,7 @@ sends) looks at the cache and enqueues what is left as a chain
 (``sca.ensemble_run``) keeps its results; every other task ignores them.  A task that finds its job
 cancelled or failed raises ``Ignore``, which stops the rest of the chain.
 
-While Redis is full a task waits for room (:func:`worker.capacity.with_room`)
+While Redis is full a task waits for room (:func:`sca_worker.capacity.with_room`)
 and runs its stage again; after ``SCA_STORE_FULL_WAIT`` seconds its job fails
 with the ``store-full`` problem, as does the job of a task whose next stage
 could not be published for that long.
@@ -30,14 +30,15 @@ from .problems import TRANSIENT, store_full
 
 def _with_room(task, job_id: str, action, what: str):
     """``action()`` of a task, waiting while Redis is full; None once the job has
-    failed for it (see :func:`worker.capacity.with_room`)."""
+    failed for it (see :func:`sca_worker.capacity.with_room`)."""
     store = get_store(task.app)
 
     def give_up(exc):
         stages.fail_full(store, job_id, exc)
 
-    return with_room(action, give_up, task.app.sca_settings["SCA_STORE_FULL_WAIT"],
-                     f"job {job_id}: {what}")
+    return with_room(
+        action, give_up, task.app.sca_settings["SCA_STORE_FULL_WAIT"], f"job {job_id}: {what}"
+    )
 
 
 def _run_stage(task, job_id: str, stage: str, *args) -> dict:
@@ -110,6 +111,7 @@ def job_canvas(job_id: str, steps: dict):
 @app.task(name="sca.start", bind=True, ignore_result=True)
 def start(self, job_id: str) -> dict:
     """Plan a job against the cache and enqueue the stages it still needs."""
+
     def plan_and_enqueue():  # a fresh canvas (new task ids) each time Redis refuses it
         steps = stages.plan(get_store(self.app), job_id)
         canvas = None if steps is None else job_canvas(job_id, steps)
@@ -135,5 +137,4 @@ def _fail_job_of_full_store(sender=None, exception=None, args=None, kwargs=None,
     job_id = (kwargs or {}).get("job_id") or (args[0] if args else None)
     if isinstance(job_id, str):
         store = get_store(sender.app)
-        _with_room(sender, job_id, lambda: stages.fail_full(store, job_id, exception),
-                   sender.name)
+        _with_room(sender, job_id, lambda: stages.fail_full(store, job_id, exception), sender.name)

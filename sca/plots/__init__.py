@@ -65,10 +65,12 @@ def _trace_data(result: dict, P, seed: int):
                 xs.append(y[elements])
         return np.array(xs), np.array(steps), elements, False
     if P is None:
-        raise PlotUnavailable("the trace plot needs x_t (run with trace on k = 2 or split "
-                              "'gaps') or the balanced matrix P", "trace")
-    xs = data.trajectory(P, horizon, elements, seed)
-    return xs, np.arange(horizon + 1), elements, True
+        raise PlotUnavailable(
+            "the trace plot needs x_t (run with trace on k = 2 or split "
+            "'gaps') or the balanced matrix P",
+            "trace",
+        )
+    return data.trajectory(P, horizon, elements, seed), np.arange(horizon + 1), elements, True
 
 
 def figure(name: str, result: dict | None, S=None, P=None, ids=None, custom=None, seed: int = 0):
@@ -84,30 +86,33 @@ def figure(name: str, result: dict | None, S=None, P=None, ids=None, custom=None
     if name == "custom":
         if custom is None:
             raise PlotUnavailable("the custom plot needs a custom-cluster query", "custom")
-        return figures.custom(custom["element"], custom["cluster"], custom["ranked"],
-                              custom["iterations"])
+        return figures.custom(
+            custom["element"], custom["cluster"], custom["ranked"], custom["iterations"]
+        )
     if name not in NAMES:
         raise PlotUnavailable(f"no plot {name!r}; plots are {', '.join(NAMES)}", "name")
+    if result is None:
+        raise PlotUnavailable(f"the {name} plot needs a clustering result", "result")
     ids = _ids(result, ids)
     labels = np.asarray(result["labels"])
     if name == "spectrum":
-        return figures.spectrum(result["eigenvalues"], int(result["k"]), result.get("gap"),
-                                result.get("rule", "gap"))
+        return figures.spectrum(
+            result["eigenvalues"], int(result["k"]), result.get("gap"), result.get("rule", "gap")
+        )
     if name == "trace":
         xs, steps, elements, computed = _trace_data(result, P, seed)
-        return figures.trace(xs, steps, elements, labels, result.get("iterations"), ids,
-                             computed)
+        return figures.trace(xs, steps, elements, labels, result.get("iterations"), ids, computed)
     if name == "membership":
         if result.get("membership") is None:
-            raise PlotUnavailable("membership is recorded only when several starts ran "
-                                  "(starts > 1)", "membership")
+            raise PlotUnavailable(
+                "membership is recorded only when several starts ran (starts > 1)", "membership"
+            )
         return figures.membership(result["membership"], labels, ids)
     if S is None:
         raise PlotUnavailable(f"the {name} plot needs the consensus matrix", name)
     if name == "consensus":
         agg = data.aggregate(S, labels)
-        return figures.consensus(agg["image"], agg["edges"], agg["order"], agg["bounds"],
-                                 S.n, ids)
+        return figures.consensus(agg["image"], agg["edges"], agg["order"], agg["bounds"], S.n, ids)
     values, total, sampled = data.consensus_values(S, seed=seed)
     return figures.histogram(values, total, sampled)
 
@@ -118,8 +123,7 @@ def to_bytes(fig, fmt: str) -> bytes:
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
     if fmt not in MEDIA_TYPES:
-        raise PlotUnavailable(f"format must be one of {sorted(MEDIA_TYPES)}, got {fmt!r}",
-                              "format")
+        raise PlotUnavailable(f"format must be one of {sorted(MEDIA_TYPES)}, got {fmt!r}", "format")
     FigureCanvasAgg(fig)
     buffer = io.BytesIO()
     metadata = {"Date": None} if fmt == "svg" else {"Software": None}
@@ -131,8 +135,7 @@ def to_bytes(fig, fmt: str) -> bytes:
 def render(name: str, result: dict, fmt: str = "png", **inputs) -> bytes:
     """Plot ``name`` as PNG or SVG bytes; ``inputs`` as for :func:`figure`."""
     if fmt not in MEDIA_TYPES:
-        raise PlotUnavailable(f"format must be one of {sorted(MEDIA_TYPES)}, got {fmt!r}",
-                              "format")
+        raise PlotUnavailable(f"format must be one of {sorted(MEDIA_TYPES)}, got {fmt!r}", "format")
     return to_bytes(figure(name, result, **inputs), fmt)
 
 
@@ -153,8 +156,18 @@ def available(result: dict | None, S=None, P=None, custom=None) -> list[str]:
     return names
 
 
-def save_plots(directory, result: dict | None, S=None, P=None, ids=None, custom=None,
-               formats=("png",), names=None, seed: int = 0, prefix: str = "") -> list[Path]:
+def save_plots(
+    directory,
+    result: dict | None,
+    S=None,
+    P=None,
+    ids=None,
+    custom=None,
+    formats=("png",),
+    names=None,
+    seed: int = 0,
+    prefix: str = "",
+) -> list[Path]:
     """Write every available plot (or ``names``) to ``directory`` as ``{prefix}{name}.{fmt}``."""
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)

@@ -1,8 +1,8 @@
 """What the plots show, computed with numpy only (no matplotlib here).
 
 Every function works through the :class:`~sca.operators.ConsensusOperator`
-interface (``block_sums``, ``entries``, ``matmat``), so a plot of a million-element job costs a few products with S,
-never an ``n x n`` array:
+interface (``block_sums``, ``entries``, ``matmat``), so a plot of a million-element job costs
+a few products with S, never an ``n x n`` array:
 
 * :func:`aggregate` -- S reordered by cluster and averaged over at most
   ``max_cells x max_cells`` blocks of consecutive elements;
@@ -48,7 +48,7 @@ def sample_elements(labels, limit: int) -> np.ndarray:
         return order
     picked = []
     for c in range(bounds.size - 1):
-        members = order[bounds[c]:bounds[c + 1]]
+        members = order[bounds[c] : bounds[c + 1]]
         take = min(members.size, max(1, int(round(limit * members.size / n))))
         picked.append(members[np.linspace(0, members.size - 1, take).round().astype(int)])
     return np.concatenate(picked)
@@ -72,8 +72,12 @@ def aggregate(S: ConsensusOperator, labels, max_cells: int = MAX_CELLS) -> dict:
     bins = np.searchsorted(edges, position, side="right") - 1
     counts = np.diff(edges).astype(float)
     sums = S.block_sums(bins)
-    return {"image": sums / np.outer(counts, counts), "edges": edges, "order": order,
-            "bounds": bounds}
+    return {
+        "image": sums / np.outer(counts, counts),
+        "edges": edges,
+        "order": order,
+        "bounds": bounds,
+    }
 
 
 def consensus_values(S: ConsensusOperator, max_pairs: int = MAX_PAIRS, seed: int = 0):

@@ -63,26 +63,39 @@ def spectrum(eigenvalues, k: int, gap, rule: str = "gap") -> Figure:
         ax.plot(j[k:], shown[k:], "o", ms=7, mfc="white", mec="0.35", label="other eigenvalues")
     if gap is not None and k < m:
         x = k + 0.5
-        ax.annotate("", xy=(x, shown[k]), xytext=(x, shown[k - 1]),
-                    arrowprops={"arrowstyle": "<->", "color": "tab:red", "lw": 1.6})
-        ax.annotate(f"gap λ{k} − λ{k + 1} = {gap:.3g}", xy=(x, (shown[k - 1] + shown[k]) / 2),
-                    xytext=(10, 0), textcoords="offset points", va="center",
-                    color="tab:red", fontsize=11)
+        ax.annotate(
+            "",
+            xy=(x, shown[k]),
+            xytext=(x, shown[k - 1]),
+            arrowprops={"arrowstyle": "<->", "color": "tab:red", "lw": 1.6},
+        )
+        ax.annotate(
+            f"gap λ{k} − λ{k + 1} = {gap:.3g}",
+            xy=(x, (shown[k - 1] + shown[k]) / 2),
+            xytext=(10, 0),
+            textcoords="offset points",
+            va="center",
+            color="tab:red",
+            fontsize=11,
+        )
     ax.axhline(0, color="0.5", lw=0.8)
     ax.set_xlim(0.3, m + 0.7)
     ax.set_xticks(j if m <= 20 else j[::2])
     ax.set_xlabel("index j (eigenvalues in descending order)", fontsize=11)
     ax.set_ylabel("eigenvalue λj of P", fontsize=11)
     rule_text = "largest gap" if rule == "gap" else rule
-    ax.set_title(f"Spectrum of P: k = {k} clusters ({rule_text}); "
-                 f"{m} of {values.size} eigenvalues shown", fontsize=12)
+    ax.set_title(
+        f"Spectrum of P: k = {k} clusters ({rule_text}); {m} of {values.size} eigenvalues shown",
+        fontsize=12,
+    )
     ax.legend(loc="upper right", fontsize=10)
     ax.grid(axis="y", alpha=0.3)
     return fig
 
 
-def trace(xs, steps, elements, labels, stop: int | None, ids=None,
-          computed: bool = False) -> Figure:
+def trace(
+    xs, steps, elements, labels, stop: int | None, ids=None, computed: bool = False
+) -> Figure:
     """The entries of x_t against t, coloured by final cluster; the stopping step marked.
 
     ``xs`` is ``len(steps) x len(elements)``; ``labels`` are the final
@@ -104,27 +117,45 @@ def trace(xs, steps, elements, labels, stop: int | None, ids=None,
         r = rank_in_cluster.get(c, 0)
         rank_in_cluster[c] = r + 1
         style = _STYLES[r % len(_STYLES)] if few else "-"
-        (line,) = ax.plot(steps, xs[:, col], style, color=colours[c], lw=1.8 if few else 0.9,
-                          alpha=alpha, marker="o" if few and len(steps) <= 30 else None, ms=3)
+        (line,) = ax.plot(
+            steps,
+            xs[:, col],
+            style,
+            color=colours[c],
+            lw=1.8 if few else 0.9,
+            alpha=alpha,
+            marker="o" if few and len(steps) <= 30 else None,
+            ms=3,
+        )
         if few:
             line.set_label(f"{_name(ids, e)} (C{c + 1})")
             handles.append(line)
     if not few:
         sizes = np.bincount(labels, minlength=k)
-        handles = [Line2D([], [], color=colours[c], lw=2, label=f"C{c + 1} (n={sizes[c]})")
-                   for c in range(min(k, 12))]
+        handles = [
+            Line2D([], [], color=colours[c], lw=2, label=f"C{c + 1} (n={sizes[c]})")
+            for c in range(min(k, 12))
+        ]
     if stop is not None:
         ax.axvline(stop, color="k", ls="--", lw=1.2)
-        ax.annotate(f"stopped at t = {stop}", xy=(stop, 1), xycoords=("data", "axes fraction"),
-                    xytext=(4, -14), textcoords="offset points", fontsize=10)
+        ax.annotate(
+            f"stopped at t = {stop}",
+            xy=(stop, 1),
+            xycoords=("data", "axes fraction"),
+            xytext=(4, -14),
+            textcoords="offset points",
+            fontsize=10,
+        )
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel("step t", fontsize=11)
     ax.set_ylabel(r"entry of $x_t$, standardised: $(x_t - 1/n)\,/\,\mathrm{sd}$", fontsize=11)
     n = labels.size
     shown = "" if elements.size == n else f", {elements.size} of {n} elements"
     source = "; seeded start" if computed else ""
-    ax.set_title(r"Evolution $x_t^T = x_{t-1}^T P$ by final cluster" + f" (n = {n}{shown}"
-                 f"{source})", fontsize=12)
+    ax.set_title(
+        r"Evolution $x_t^T = x_{t-1}^T P$ by final cluster" + f" (n = {n}{shown}{source})",
+        fontsize=12,
+    )
     ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=9)
     ax.grid(alpha=0.3)
     return fig
@@ -137,8 +168,9 @@ def consensus(image, edges, order, bounds, n: int, ids=None) -> Figure:
     k = bounds.size - 1
     fig = _figure(7.0)
     ax = fig.add_subplot()
-    im = ax.imshow(image, cmap="viridis", interpolation="nearest", extent=(0, n, n, 0),
-                   aspect="equal")
+    im = ax.imshow(
+        image, cmap="viridis", interpolation="nearest", extent=(0, n, n, 0), aspect="equal"
+    )
     for b in bounds[1:-1]:
         ax.axhline(b, color="white", lw=1.2)
         ax.axvline(b, color="white", lw=1.2)
@@ -168,14 +200,19 @@ def histogram(values, total: int, sampled: bool) -> Figure:
     distinct = np.unique(values)
     if distinct.size <= 30 and np.allclose(distinct, np.round(distinct)):
         step = max(1.0, float(np.ceil((distinct[-1] - distinct[0] + 1) / 50)))
-        bins = np.arange(distinct[0] - 0.5 * step, distinct[-1] + step, step)
+        bins: int | list[float] = np.arange(
+            distinct[0] - 0.5 * step, distinct[-1] + step, step
+        ).tolist()
     else:
         bins = 40
     ax.hist(values, bins=bins, color="tab:blue", edgecolor="white", lw=0.5)
     ax.set_xlabel("consensus value s_ij (i < j)", fontsize=11)
     ax.set_ylabel("number of pairs" + (" in the sample" if sampled else ""), fontsize=11)
-    what = (f"a uniform sample of {values.size:,} of {total:,} pairs" if sampled
-            else f"all {total:,} pairs")
+    what = (
+        f"a uniform sample of {values.size:,} of {total:,} pairs"
+        if sampled
+        else f"all {total:,} pairs"
+    )
     ax.set_title(f"Distribution of consensus values: {what}", fontsize=12)
     ax.grid(axis="y", alpha=0.3)
     return fig
@@ -203,21 +240,34 @@ def membership(matrix, labels, ids=None, max_columns: int = 2000) -> Figure:
         ax.set_xlabel("share of starts", fontsize=11)
         ax.set_ylabel("element (ordered by cluster)", fontsize=11)
     else:
-        cols = order if n <= max_columns else order[
-            np.linspace(0, n - 1, max_columns).round().astype(int)]
+        cols = (
+            order
+            if n <= max_columns
+            else order[np.linspace(0, n - 1, max_columns).round().astype(int)]
+        )
         x = np.arange(cols.size)
-        ax.stackplot(x, M[cols].T, colors=colours, labels=[f"C{c + 1}" for c in range(k)],
-                     step="mid")
+        ax.stackplot(
+            x, M[cols].T, colors=colours, labels=[f"C{c + 1}" for c in range(k)], step="mid"
+        )
         ax.set_xlim(0, cols.size - 1)
         ax.set_ylim(0, 1)
-        ax.set_xlabel("elements ordered by cluster, then by confidence"
-                      + ("" if cols.size == n else f" ({cols.size} of {n} shown)"), fontsize=11)
+        ax.set_xlabel(
+            "elements ordered by cluster, then by confidence"
+            + ("" if cols.size == n else f" ({cols.size} of {n} shown)"),
+            fontsize=11,
+        )
         ax.set_ylabel("share of starts", fontsize=11)
     uncertain = int(np.sum(own < 1.0))
-    ax.set_title(f"Membership across starts: {uncertain} of {n} elements not always "
-                 f"in their cluster", fontsize=12)
-    ax.legend(loc="lower right" if n > IDS_MAX else "upper left", bbox_to_anchor=(1, 0) if
-              n > IDS_MAX else (1.01, 1), fontsize=9, ncol=1 if k <= 12 else 2)
+    ax.set_title(
+        f"Membership across starts: {uncertain} of {n} elements not always in their cluster",
+        fontsize=12,
+    )
+    ax.legend(
+        loc="lower right" if n > IDS_MAX else "upper left",
+        bbox_to_anchor=(1, 0) if n > IDS_MAX else (1.01, 1),
+        fontsize=9,
+        ncol=1 if k <= 12 else 2,
+    )
     return fig
 
 
@@ -235,7 +285,7 @@ def custom(element, cluster, ranked, iterations, limit: int = 25) -> Figure:
     y = np.arange(len(ranked))
     ax.barh(y, scores, color=["tab:blue" if i else "0.7" for i in inside], height=0.7)
     for yi, s in zip(y, scores):
-        ax.text(min(s, 1.0) + 0.01, yi, f"{s:.3f}", va="center", fontsize=9)
+        ax.text(min(s, 1.0) + 0.01, float(yi), f"{s:.3f}", va="center", fontsize=9)
     ax.set_yticks(y, [literal(name) for name in names], fontsize=10 if len(ranked) <= 20 else 9)
     ax.invert_yaxis()
     ax.set_xlim(0, 1.12)
@@ -244,8 +294,13 @@ def custom(element, cluster, ranked, iterations, limit: int = 25) -> Figure:
     ax.set_ylabel(f"element (most similar first{shown})", fontsize=11)
     listed = ", ".join(str(m) for m in cluster[:8]) + (" …" if len(cluster) > 8 else "")
     ax.set_title(f"Custom cluster of {element} (t = {iterations}): {{{listed}}}", fontsize=12)
-    ax.legend(handles=[Patch(color="tab:blue", label=f"in the cluster ({len(cluster)} "
-                             f"with {element})"), Patch(color="0.7", label="outside")],
-              loc="lower right", fontsize=9)
+    ax.legend(
+        handles=[
+            Patch(color="tab:blue", label=f"in the cluster ({len(cluster)} with {element})"),
+            Patch(color="0.7", label="outside"),
+        ],
+        loc="lower right",
+        fontsize=9,
+    )
     ax.grid(axis="x", alpha=0.3)
     return fig

@@ -5,16 +5,17 @@ from __future__ import annotations
 import sys
 from collections import Counter
 
+from shared import DATA, ROOT, load_labels, load_matrix  # noqa: F401 (used by the sections)
+
 import sca
 from sca.errors import IterationError
-from shared import DATA, ROOT, load_labels, load_matrix  # noqa: F401 (used by the sections)
 
 DEFAULT_OUT = ROOT / "docs" / "paper-reproduction.md"
 
-RUNS = 100          # clusterings per ensemble, as in the paper
-IPVS = 100          # random initial probability vectors per leukemia consensus matrix
+RUNS = 100  # clusterings per ensemble, as in the paper
+IPVS = 100  # random initial probability vectors per leukemia consensus matrix
 PAPER_ALGO = {"rule": "perron", "split": "gaps", "starts": 1}
-DEFAULT_ALGO = {}   # the package defaults: rule="gap", split="kmeans", starts=1
+DEFAULT_ALGO = {}  # the package defaults: rule="gap", split="kmeans", starts=1
 # the two SCA configurations every ensemble result is reported for
 CONFIGS = (("paper", PAPER_ALGO), ("default", DEFAULT_ALGO))
 
@@ -91,8 +92,10 @@ def single_errors(L, truth) -> list[int]:
 
 def solution_runs(result, starts):
     """(labels, number of starts) for each distinct solution of an iterate result."""
-    return [(labels, int(round(freq * (starts - result.failed_starts))))
-            for labels, freq in result.solutions]
+    return [
+        (labels, int(round(freq * (starts - result.failed_starts))))
+        for labels, freq in result.solutions
+    ]
 
 
 def run_sca(S, options):

@@ -7,16 +7,18 @@ from pathlib import Path
 
 from flask import Blueprint, Response, jsonify
 
-from worker.capacity import check_redis
-from worker.store import RedisStore
+from sca_worker.capacity import check_redis
+from sca_worker.store import RedisStore
 
 from ..backend import backend
 from ..errors import ProblemError
 
 bp = Blueprint("health", __name__)
 
-SPEC_PATHS = (Path(__file__).resolve().parent.parent / "openapi.yaml",
-              Path(__file__).resolve().parent.parent.parent / "openapi.yaml")
+SPEC_PATHS = (
+    Path(__file__).resolve().parent.parent / "openapi.yaml",
+    Path(__file__).resolve().parent.parent.parent / "openapi.yaml",
+)
 
 
 @bp.get("/healthz")
@@ -54,8 +56,15 @@ def readyz():
     if reachable and not problems:
         return jsonify({"status": "ok", "mode": mode, "checks": checks, **extra})
     detail = "; ".join(problems) if problems else "a dependency is unreachable"
-    raise ProblemError(503, "Service Unavailable", detail, checks=checks, mode=mode,
-                       headers={"Retry-After": "5"}, **extra)
+    raise ProblemError(
+        503,
+        "Service Unavailable",
+        detail,
+        checks=checks,
+        mode=mode,
+        headers={"Retry-After": "5"},
+        **extra,
+    )
 
 
 @bp.get("/openapi.yaml")

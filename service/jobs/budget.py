@@ -29,7 +29,7 @@ import threading
 import time
 
 import sca
-from worker.problems import PROBLEM_BASE
+from sca_worker.problems import PROBLEM_BASE
 
 from ..errors import ProblemError
 
@@ -66,11 +66,14 @@ class QueryBudget:
             pass
         if self._slots is None or not self._slots.acquire(blocking=False):
             wait = math.ceil(self.budget)
-            raise ProblemError(503, "Service Unavailable",
-                               f"this API process already runs {self.slots} long queries "
-                               f"(SCA_MAX_LONG_QUERIES); retry after {wait} s",
-                               type=PROBLEM_BASE + "long-queries-busy",
-                               headers={"Retry-After": str(wait)})
+            raise ProblemError(
+                503,
+                "Service Unavailable",
+                f"this API process already runs {self.slots} long queries "
+                f"(SCA_MAX_LONG_QUERIES); retry after {wait} s",
+                type=PROBLEM_BASE + "long-queries-busy",
+                headers={"Retry-After": str(wait)},
+            )
         try:
             return query(end)
         finally:
@@ -78,5 +81,6 @@ class QueryBudget:
 
 
 def init_app(app) -> None:
-    app.extensions["sca_queries"] = QueryBudget(app.config["SCA_QUERY_TIME_BUDGET"],
-                                                app.config["SCA_MAX_LONG_QUERIES"])
+    app.extensions["sca_queries"] = QueryBudget(
+        app.config["SCA_QUERY_TIME_BUDGET"], app.config["SCA_MAX_LONG_QUERIES"]
+    )

@@ -1,7 +1,7 @@
 """What the job routes do, apart from HTTP: submit, show, cancel, query.
 
-Job records, content hashes and artifact names come from :mod:`worker.jobs`
-and :mod:`worker.stages` (the service imports the worker, never the
+Job records, content hashes and artifact names come from :mod:`sca_worker.jobs`
+and :mod:`sca_worker.stages` (the service imports the worker, never the
 reverse).  Queries (custom clusters, similar elements) run here, in the API
 process, on the job's cached balanced operator: no stage is recomputed;
 custom clusters run within the time budget of :mod:`.budget`.
@@ -15,19 +15,33 @@ from flask import current_app
 import sca
 from sca.pipeline import check_ids, resolve_element
 from sca.spectral import check_spectrum_options
-from worker import inputs as worker_inputs
-from worker.cleanup import forget, input_lock, release, track
-from worker.jobs import (ACTIVE, SPECTRAL_OPTIONS, alive, content_hashes, jsonable, namer,
-                         new_job_id, new_record, normalise_options, now, progress, timings,
-                         with_ids)
-from worker.problems import problem_for, store_full
-from worker.stages import artifact_keys, cache_hit, load_balanced
-from worker.store import ArtifactMissing
+from sca_worker import events
+from sca_worker import inputs as worker_inputs
+from sca_worker.cleanup import forget, input_lock, release, track
+from sca_worker.jobs import (
+    ACTIVE,
+    SPECTRAL_OPTIONS,
+    alive,
+    content_hashes,
+    jsonable,
+    namer,
+    new_job_id,
+    new_record,
+    normalise_options,
+    now,
+    progress,
+    timings,
+    with_ids,
+)
+from sca_worker.problems import problem_for, store_full
+from sca_worker.stages import artifact_keys, cache_hit, load_balanced
+from sca_worker.store import ArtifactMissing
 
 from ..auth import current_owner
 from ..backend import backend
 from ..errors import ProblemError, invalid
 from ..limits import reserve_job
+from . import callbacks, listing
 from .uploads import JobInput
 
 #: Options of the custom clustering passed to the core when given (else its defaults).
@@ -36,9 +50,13 @@ CUSTOM_OPTIONS = ("min_size", "max_size", "max_iterations", "limit")
 
 def links(job_id: str) -> dict:
     base = f"/v1/jobs/{job_id}"
-    return {"self": base, "custom_clusters": f"{base}/custom-clusters",
-            "similar": f"{base}/elements/{{element}}/similar", "view": f"{base}/view",
-            "plots": f"{base}/plots/{{name}}.{{format}}"}
+    return {
+        "self": base,
+        "custom_clusters": f"{base}/custom-clusters",
+        "similar": f"{base}/elements/{{element}}/similar",
+        "view": f"{base}/view",
+        "plots": f"{base}/plots/{{name}}.{{format}}",
+    }
 
 
 def submit(job: JobInput) -> dict:
@@ -56,9 +74,13 @@ def submit(job: JobInput) -> dict:
     check_spectrum_options(n, **{k: options[k] for k in SPECTRAL_OPTIONS})
     hashes = content_hashes(job.kind, job.arrays, job.source, options, scope=owner or "")
     job_id = new_job_id()
-    record = new_record(job_id, job.kind, n, job.source, options, hashes, runs_total=runs,
-                        owner=owner)
+    record = new_record(
+        job_id, job.kind, n, job.source, options, hashes, runs_total=runs, owner=owner
+    )
+    if job.callback:
+        record["callback"] = job.callback
     reserve_job(b.store, job_id)
+    listing.track(b.store, owner, job_id)
     try:
         _store_and_enqueue(b, record, job, ids)
     except Exception as exc:
@@ -85,7 +107,10 @@ def _store_and_enqueue(b, record: dict, job: JobInput, ids) -> None:
         record.update(hit)
     if ids is not None:
         b.store.save_json(f"ids:{job_id}", ids)
+    if hit:
+        events.finished(b.store, job_id, "succeeded", record)
     if record["status"] == "queued":
+        events.emit(b.store, job_id, "queued", record)
         alive(b.store, job_id)
         task_id = b.queue.submit(job_id)
         b.store.update_job(job_id, {"task_id": task_id})
@@ -101,6 +126,7 @@ def get_record(job_id: str) -> dict:
 
 def job_ids(job_id: str) -> list | None:
     """The job's element ids (None when it was submitted without)."""
+
     def load():
         try:
             return backend().store.load_json(f"ids:{job_id}")
@@ -111,15 +137,34 @@ def job_ids(job_id: str) -> list | None:
     return backend().operators.get(f"ids:{job_id}", load)
 
 
+def summary(record: dict) -> dict:
+    """The job document without its result (``GET /v1/jobs`` lists these)."""
+    out = {
+        "id": record["id"],
+        "status": record["status"],
+        "stage": record["stage"],
+        "progress": progress(record),
+        "created": record["created"],
+        "updated": record["updated"],
+        "timings": timings(record),
+        "cached": bool(record.get("cached")),
+        "links": links(record["id"]),
+    }
+    if record.get("callback"):
+        out["callback"] = callbacks.public(record)
+    if record.get("runs_total"):
+        out["ensemble"] = {
+            "done": min(int(record.get("runs_done", 0)), int(record["runs_total"])),
+            "total": int(record["runs_total"]),
+        }
+    if record["status"] == "failed" and record.get("error"):
+        out["error"] = record["error"]
+    return out
+
+
 def view(record: dict) -> dict:
     """The public job document (``GET /v1/jobs/{id}``)."""
-    out = {"id": record["id"], "status": record["status"], "stage": record["stage"],
-           "progress": progress(record), "created": record["created"],
-           "updated": record["updated"], "timings": timings(record),
-           "cached": bool(record.get("cached")), "links": links(record["id"])}
-    if record.get("runs_total"):
-        out["ensemble"] = {"done": min(int(record.get("runs_done", 0)), int(record["runs_total"])),
-                           "total": int(record["runs_total"])}
+    out = summary(record)
     if record["status"] == "succeeded":
         try:
             result = stored(record, "result")
@@ -128,8 +173,6 @@ def view(record: dict) -> dict:
             out["error"] = problem_for(exc)
             return out
         out["result"] = with_ids(result, job_ids(record["id"]))
-    elif record["status"] == "failed" and record.get("error"):
-        out["error"] = record["error"]
     return out
 
 
@@ -140,7 +183,9 @@ def cancel_or_delete(job_id: str) -> dict | None:
     if record["status"] in ACTIVE:
         if b.store.update_job(job_id, {"status": "cancelled", "updated": now()}, expect=ACTIVE):
             b.queue.revoke(job_id, [record.get("task_id"), *b.store.job_tasks(job_id)])
-            release(b.store, get_record(job_id))  # stages still running clean up after them
+            cancelled = get_record(job_id)
+            release(b.store, cancelled)  # stages still running clean up after them
+            events.finished(b.store, job_id, "cancelled", cancelled)
             return view(get_record(job_id))
         record = get_record(job_id)
         if record["status"] in ACTIVE:  # pragma: no cover - status changed twice meanwhile
@@ -153,9 +198,12 @@ def cancel_or_delete(job_id: str) -> dict | None:
 def succeeded(record: dict) -> dict:
     """The record of a succeeded job; 409 for one that has not (yet)."""
     if record["status"] != "succeeded":
-        raise ProblemError(409, "Conflict",
-                           f"job {record['id']} is {record['status']}; queries need a succeeded "
-                           f"job", errors={"status": [record["status"]]})
+        raise ProblemError(
+            409,
+            "Conflict",
+            f"job {record['id']} is {record['status']}; queries need a succeeded job",
+            errors={"status": [record["status"]]},
+        )
     return record
 
 
@@ -163,8 +211,12 @@ def _element(element, ids, n: int) -> int:
     try:
         return resolve_element(element, ids, n)
     except sca.SCAError:
-        raise ProblemError(404, "Not Found", f"no element {element!r} in this job",
-                           errors={"element": ["unknown element"]}) from None
+        raise ProblemError(
+            404,
+            "Not Found",
+            f"no element {element!r} in this job",
+            errors={"element": ["unknown element"]},
+        ) from None
 
 
 def stored(record: dict, name: str):
@@ -191,14 +243,22 @@ def custom_clusters(record: dict, request: dict) -> dict:
     index = _element(request["element"], ids, record["n"])
     k = request.get("k") or stored(record, "spectrum")["k"]
     P = balanced(record)
-    options = {option: request[option] for option in CUSTOM_OPTIONS
-               if request.get(option) is not None}
+    options = {
+        option: request[option] for option in CUSTOM_OPTIONS if request.get(option) is not None
+    }
     found = current_app.extensions["sca_queries"].run(
-        lambda deadline: sca.custom_cluster(P, index, k, deadline=deadline, **options))
+        lambda deadline: sca.custom_cluster(P, index, k, deadline=deadline, **options)
+    )
     name = namer(ids)
-    return jsonable({"element": name(index), "cluster": [name(i) for i in found.cluster],
-                     "ranked": [{"id": name(i), "score": s} for i, s in found.ranked],
-                     "iterations": found.iterations, "k": k})
+    return jsonable(
+        {
+            "element": name(index),
+            "cluster": [name(i) for i in found.cluster],
+            "ranked": [{"id": name(i), "score": s} for i, s in found.ranked],
+            "iterations": found.iterations,
+            "k": k,
+        }
+    )
 
 
 def similar(record: dict, element: str, method: str, limit: int) -> dict:
@@ -218,5 +278,8 @@ def similar(record: dict, element: str, method: str, limit: int) -> dict:
         if record["kind"] != "data":
             raise invalid("method", f"{method} needs a job submitted with raw data")
         ranked = sca.neighbours(_data(record), index, method, limit)
-    return {"element": name(index), "method": method,
-            "ranked": [{"id": name(i), "score": float(s)} for i, s in ranked]}
+    return {
+        "element": name(index),
+        "method": method,
+        "ranked": [{"id": name(i), "score": float(s)} for i, s in ranked],
+    }

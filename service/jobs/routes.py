@@ -5,8 +5,13 @@ from __future__ import annotations
 from flask import Blueprint, current_app, jsonify, request
 from werkzeug.routing import PathConverter
 
-from . import budget, operations
-from .schemas import SimilarQuerySchema, custom_cluster_schema
+from ..backend import backend
+from ..errors import ProblemError
+from ..limits import count_request, counts_itself
+from . import budget, listing, newelements, operations, polling
+from .idempotency import idempotent
+from .listing import ListQuerySchema
+from .schemas import SimilarQuerySchema, custom_cluster_schema, new_elements_schema
 from .uploads import json_body, parse_job_request
 
 bp = Blueprint("jobs", __name__, url_prefix="/v1/jobs")
@@ -21,22 +26,47 @@ class ElementConverter(PathConverter):
     part_isolating = False  # it spans path segments
 
 
-bp.record_once(lambda state: state.app.url_map.converters.setdefault("element",
-                                                                     ElementConverter))
+def _add_converter(state) -> None:
+    state.app.url_map.converters.setdefault("element", ElementConverter)
+
+
+bp.record_once(_add_converter)
 
 
 @bp.post("")
 def create_job():
+    return idempotent(_accept)
+
+
+def _accept():
     accepted = operations.submit(parse_job_request())
     response = jsonify(accepted)
     response.status_code = 202
     response.headers["Location"] = accepted["links"]["self"]
+    response.headers["Retry-After"] = str(polling.after_submission(accepted["status"]))
     return response
 
 
+@bp.get("")
+def list_jobs():
+    return jsonify(listing.page(ListQuerySchema().load(request.args.to_dict()), operations.summary))
+
+
 @bp.get("/<job_id>")
+@counts_itself
 def get_job(job_id: str):
-    return jsonify(operations.view(operations.get_record(job_id)))
+    try:
+        record = operations.get_record(job_id)
+    except ProblemError:
+        count_request()  # an unknown job is no 304: it counts
+        raise
+    tag = polling.etag(backend().store, record, operations.summary(record))
+    if polling.not_modified(tag):
+        return polling.not_modified_response(record, tag)
+    count_request()
+    response = jsonify(operations.view(record))
+    response.headers.update(polling.headers(record, tag))
+    return response
 
 
 @bp.delete("/<job_id>")
@@ -59,3 +89,11 @@ def similar(job_id: str, element: str):
     record = operations.get_record(job_id)
     query = SimilarQuerySchema().load(request.args.to_dict())
     return jsonify(operations.similar(record, element, query["method"], query["limit"]))
+
+
+@bp.post("/<job_id>/queries")
+def new_element_queries(job_id: str):
+    """New elements placed into the finished job, which is not changed."""
+    record = operations.get_record(job_id)
+    body = new_elements_schema(current_app.config).load(json_body())
+    return jsonify(newelements.place(record, body))

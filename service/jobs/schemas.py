@@ -3,55 +3,34 @@
 Every schema refuses unknown fields (``unknown = RAISE``).  Matrices are
 taken as raw JSON here and converted with numpy in :mod:`.uploads`;
 validating millions of cells field by field would cost more than the job.
-Value limits come from the app config, so the schemas that have them are
-built per set of limits (:func:`job_request_schema`,
-:func:`custom_cluster_schema`).  Allowed names (splits, rules, algorithms,
-metrics, methods) are the core's own.
+The options, the custom-cluster and the similar query come from the core's
+registry (:mod:`sca.options`, through :mod:`sca_service.options`); value
+limits come from the app config, so those schemas are built per set of
+limits (:func:`job_request_schema`, :func:`custom_cluster_schema`).
 """
 
 from __future__ import annotations
 
 from functools import lru_cache
 
-from marshmallow import RAISE, Schema, ValidationError, fields, validate, validates_schema
+from marshmallow import Schema, ValidationError, fields, validate, validates_schema
 
-from sca.custom import METHODS as NEIGHBOUR_METHODS
-from sca.ensemble import ALGORITHMS
-from sca.inputs import SNN_METRICS
-from sca.iteration import SPLITS
-from sca.spectral import RULES
+from sca import options as registry
+from sca.errors import SCAError
 
-INPUTS = ("data", "consensus", "labels")
-METHODS = ("sca", *NEIGHBOUR_METHODS)
+from ..options import BaseSchema, StrictBoolean, schema_class
 
+INPUTS = registry.INPUT_NAMES
 
-class BaseSchema(Schema):
-    class Meta:
-        unknown = RAISE
+_LIMITS = ("SCA_MAX_K", "SCA_MAX_K_HAT", "SCA_MAX_ITERATIONS", "SCA_MAX_STARTS")
 
 
 def _int(minimum=None, maximum=None, **kwargs):
-    return fields.Integer(strict=True, validate=validate.Range(min=minimum, max=maximum),
-                          **kwargs)
-
-
-class StrictBoolean(fields.Boolean):
-    """A JSON boolean: true or false only.  marshmallow's own compares with ``in``,
-    where ``1 == True``, so 1 and 1.0 would pass as true."""
-
-    def _deserialize(self, value, attr, data, **kwargs):
-        if not isinstance(value, bool):
-            raise self.make_error("invalid", input=value)
-        return value
-
-
-def _bool():
-    """An optional JSON boolean (not "yes", 1 or "on")."""
-    return StrictBoolean(load_default=None, allow_none=True)
+    return fields.Integer(strict=True, validate=validate.Range(min=minimum, max=maximum), **kwargs)
 
 
 class EnsembleItemSchema(BaseSchema):
-    algorithm = fields.String(required=True, validate=validate.OneOf(ALGORITHMS))
+    algorithm = fields.String(required=True, validate=validate.OneOf(registry.ALGORITHMS))
     k = fields.Raw(required=True)
     runs = _int(1, required=True)
 
@@ -59,14 +38,13 @@ class EnsembleItemSchema(BaseSchema):
     def _check_k(self, data, **kwargs):
         k = data.get("k")
         ks = [k] if not isinstance(k, list) else k
-        if not ks or not all(isinstance(v, int) and not isinstance(v, bool) and v >= 1
-                             for v in ks):
+        if not ks or not all(isinstance(v, int) and not isinstance(v, bool) and v >= 1 for v in ks):
             raise ValidationError("must be a positive integer or a non-empty list of them", "k")
 
 
 class SnnSchema(BaseSchema):
     kappa = _int(1, required=True)
-    metric = fields.String(load_default="euclidean", validate=validate.OneOf(SNN_METRICS))
+    metric = fields.String(load_default="euclidean", validate=validate.OneOf(registry.SNN_METRICS))
 
 
 class SparseConsensusSchema(BaseSchema):
@@ -76,9 +54,10 @@ class SparseConsensusSchema(BaseSchema):
     values = fields.List(fields.Float(allow_nan=True), required=True)
 
 
-class SimilarQuerySchema(BaseSchema):
-    limit = fields.Integer(load_default=6, validate=validate.Range(min=1))
-    method = fields.String(load_default="sca", validate=validate.OneOf(METHODS))
+#: The similar-elements query (query-string text: integers are parsed).
+SimilarQuerySchema = schema_class(
+    "similar", "similar", {}, "SimilarQuerySchema", strict=False, omitted="default"
+)
 
 
 @lru_cache(maxsize=8)
@@ -87,27 +66,13 @@ def custom_cluster_schema_class(limit_iterations: int) -> type[Schema]:
 
     Omitted values are left out, so the core's defaults apply.
     """
-
-    class CustomClusterRequestSchema(BaseSchema):
-        element = fields.Raw(required=True)
-        min_size = _int(1)
-        max_size = _int(1, allow_none=True)
-        max_iterations = _int(1, limit_iterations)
-        k = _int(1, allow_none=True)
-        limit = _int(1, allow_none=True)
-
-        @validates_schema
-        def _check(self, data, **kwargs):
-            element = data.get("element")
-            if "element" in data and (isinstance(element, bool)
-                                      or not isinstance(element, (str, int))):
-                raise ValidationError("must be an element id (string) or index (integer)",
-                                      "element")
-            if (data.get("max_size") is not None and data.get("min_size") is not None
-                    and data["max_size"] < data["min_size"]):
-                raise ValidationError("must be at least min_size", "max_size")
-
-    return CustomClusterRequestSchema
+    return schema_class(
+        "custom",
+        "custom",
+        {"SCA_MAX_ITERATIONS": limit_iterations},
+        "CustomClusterRequestSchema",
+        omitted="absent",
+    )
 
 
 def custom_cluster_schema(config) -> Schema:
@@ -116,29 +81,8 @@ def custom_cluster_schema(config) -> Schema:
 
 
 @lru_cache(maxsize=8)
-def _schemas(limit_k, limit_k_hat, limit_iterations, limit_starts):
-    class OptionsSchema(BaseSchema):
-        k = _int(1, limit_k, load_default=None, allow_none=True)
-        k_hat = _int(1, limit_k_hat, load_default=None, allow_none=True)
-        stable = _int(1, limit_iterations, load_default=None, allow_none=True)
-        max_iterations = _int(1, limit_iterations, load_default=None, allow_none=True)
-        seed = _int(0, 2**32 - 1, load_default=None, allow_none=True)
-        ensemble_seed = _int(0, 2**32 - 1, load_default=None, allow_none=True)
-        starts = _int(1, limit_starts, load_default=None, allow_none=True)
-        split = fields.String(load_default=None, allow_none=True,
-                              validate=validate.OneOf(SPLITS))
-        trace = _bool()
-        rule = fields.String(load_default=None, allow_none=True,
-                             validate=validate.OneOf(RULES))
-        min_k = _int(1, limit_k, load_default=None, allow_none=True)
-        max_k = _int(1, limit_k, load_default=None, allow_none=True)
-        reconsensus = _bool()
-
-        @validates_schema
-        def _check(self, data, **kwargs):
-            if data.get("min_k") is not None and data.get("max_k") is not None \
-                    and data["max_k"] < data["min_k"]:
-                raise ValidationError("must be at least min_k", "max_k")
+def _schemas(*limits):
+    OptionsSchema = schema_class("clustering", "job", dict(zip(_LIMITS, limits)), "OptionsSchema")
 
     class JobRequestSchema(BaseSchema):
         data = fields.Raw()
@@ -151,15 +95,15 @@ def _schemas(limit_k, limit_k_hat, limit_iterations, limit_starts):
 
         @validates_schema
         def _check_inputs(self, data, **kwargs):
-            given = [name for name in INPUTS if data.get(name) is not None]
-            if len(given) != 1:
-                raise ValidationError(
-                    f"give exactly one of data, consensus or labels (got {given or 'none'})",
-                    "input")
+            try:
+                given = [
+                    registry.one_input([name for name in INPUTS if data.get(name) is not None])
+                ]
+            except SCAError as exc:
+                raise ValidationError(str(exc), exc.field) from None
             if "data" in given:
                 if ("ensemble" in data) == ("snn" in data):
-                    raise ValidationError("data needs exactly one of ensemble or snn",
-                                          "ensemble")
+                    raise ValidationError("data needs exactly one of ensemble or snn", "ensemble")
             else:
                 for name in ("ensemble", "snn"):
                     if name in data:
@@ -173,5 +117,70 @@ def _schemas(limit_k, limit_k_hat, limit_iterations, limit_starts):
 
 def job_request_schema(config) -> Schema:
     """The POST /v1/jobs schema with the value limits of ``config``."""
-    return _schemas(config["SCA_MAX_K"], config["SCA_MAX_K_HAT"], config["SCA_MAX_ITERATIONS"],
-                    config["SCA_MAX_STARTS"])
+    return _schemas(*(config[name] for name in _LIMITS))
+
+
+#: New elements placed by one ``POST /v1/jobs/{id}/queries`` (422 beyond).
+MAX_QUERY_ELEMENTS = 100
+NEW_ELEMENT_INPUTS = ("data", "labels", "consensus")
+
+
+class NewElementSchema(BaseSchema):
+    """One new element, in its job's input kind: a row of ``data`` (features), its
+    ``labels`` (one per run) or its ``consensus`` row (with ``self``, its own entry)."""
+
+    id = fields.Raw(load_default=None, allow_none=True)
+    data = fields.Raw()
+    labels = fields.Raw()
+    consensus = fields.Raw()
+    self = fields.Float(allow_none=True, validate=validate.Range(min=0, min_inclusive=False))
+
+    @validates_schema
+    def _check(self, data, **kwargs):
+        given = [name for name in NEW_ELEMENT_INPUTS if data.get(name) is not None]
+        if len(given) != 1:
+            raise ValidationError(
+                f"give exactly one of {', '.join(NEW_ELEMENT_INPUTS)} (got {given or 'none'})",
+                "_schema",
+            )
+        for name in given:
+            if not isinstance(data[name], list):
+                raise ValidationError("must be a list of numbers", name)
+        if data.get("self") is not None and "consensus" not in given:
+            raise ValidationError("only allowed with consensus", "self")
+        element = data.get("id")
+        if element is not None and (
+            isinstance(element, bool) or not isinstance(element, (str, int))
+        ):
+            raise ValidationError("must be a string or an integer", "id")
+
+
+@lru_cache(maxsize=8)
+def new_elements_schema_class(limit_iterations: int) -> type[Schema]:
+    """The new-elements query with ``max_iterations`` at most ``limit_iterations``."""
+
+    class NewElementsRequestSchema(BaseSchema):
+        elements = fields.List(
+            fields.Nested(NewElementSchema),
+            required=True,
+            validate=validate.Length(min=1, max=MAX_QUERY_ELEMENTS),
+        )
+        custom = StrictBoolean(load_default=True)
+        persist = StrictBoolean(load_default=False)
+        min_size = _int(1, load_default=1)
+        max_size = _int(1, allow_none=True, load_default=None)
+        max_iterations = _int(1, limit_iterations, load_default=1000)
+        k = _int(1, allow_none=True, load_default=None)
+        limit = _int(1, load_default=6)
+
+        @validates_schema
+        def _check(self, data, **kwargs):
+            if data.get("max_size") is not None and data["max_size"] < data.get("min_size", 1):
+                raise ValidationError("must be at least min_size", "max_size")
+
+    return NewElementsRequestSchema
+
+
+def new_elements_schema(config) -> Schema:
+    """The POST queries schema with the iteration limit of ``config``."""
+    return new_elements_schema_class(config["SCA_MAX_ITERATIONS"])()

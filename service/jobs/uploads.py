@@ -18,10 +18,12 @@ from marshmallow import ValidationError
 
 from sca.ensemble import ensemble_size
 from sca.io import Declared, read_matrix
-from worker.inputs import sparse_arrays
+from sca.options import INPUT_KINDS
+from sca_worker.inputs import sparse_arrays
 
 from ..body import read_json
 from ..errors import ProblemError, invalid
+from . import callbacks
 from .schemas import INPUTS, SparseConsensusSchema, job_request_schema
 
 JSON_PARTS = ("options", "ensemble", "snn", "ids")
@@ -35,20 +37,26 @@ class JobInput:
     source: dict = field(default_factory=dict)
     ids: list | None = None
     options: dict = field(default_factory=dict)
+    callback: dict | None = None
 
 
 def json_body(send: str = "application/json") -> dict:
     """The JSON object of the request: 415 (naming what to ``send``) for another
     media type, 400 for unreadable JSON, 422 for JSON that is not an object or
-    nests too deep (:func:`service.body.read_json`)."""
+    nests too deep (:func:`sca_service.body.read_json`)."""
     mimetype = request.mimetype
     if not (mimetype == "application/json" or mimetype.endswith("+json")):
-        raise ProblemError(415, "Unsupported Media Type", f"send {send}",
-                           errors={"Content-Type": [f"unsupported: {mimetype or 'none'}"]})
+        raise ProblemError(
+            415,
+            "Unsupported Media Type",
+            f"send {send}",
+            errors={"Content-Type": [f"unsupported: {mimetype or 'none'}"]},
+        )
     body = read_json(request.get_data(cache=True), "body")
     if body is None:
-        raise ProblemError(400, "Bad Request", "the body is not valid JSON",
-                           errors={"body": ["not valid JSON"]})
+        raise ProblemError(
+            400, "Bad Request", "the body is not valid JSON", errors={"body": ["not valid JSON"]}
+        )
     if not isinstance(body, dict):
         raise invalid("body", "the body must be a JSON object")
     return body
@@ -57,9 +65,10 @@ def json_body(send: str = "application/json") -> dict:
 def parse_job_request() -> JobInput:
     """The request's input; raises :class:`ProblemError` (400/413/415/422)."""
     if request.mimetype == "multipart/form-data":
-        loaded, kind, arrays = _multipart()
+        loaded, kind, arrays, callback = _multipart()
     else:
         body = json_body(send="application/json or multipart/form-data")
+        callback = callbacks.take(body)
         loaded = job_request_schema(current_app.config).load(body)
         kind = next(name for name in INPUTS if loaded.get(name) is not None)
         arrays = _json_arrays(kind, loaded[kind])
@@ -71,7 +80,7 @@ def parse_job_request() -> JobInput:
             source["ensemble"] = loaded["ensemble"]
             source["ensemble_seed"] = loaded["options"].get("ensemble_seed") or 0
     check_sizes(kind, arrays, source)
-    return JobInput(kind, arrays, source, loaded.get("ids"), loaded["options"])
+    return JobInput(kind, arrays, source, loaded.get("ids"), loaded["options"], callback)
 
 
 def _matrix(value, name: str, integer: bool = False) -> np.ndarray:
@@ -97,9 +106,8 @@ def _json_arrays(kind: str, value) -> dict:
         if not len(sparse["rows"]) == len(sparse["cols"]) == len(sparse["values"]):
             raise invalid("consensus", "rows, cols and values must have equal length")
         return sparse_arrays(sparse["n"], sparse["rows"], sparse["cols"], sparse["values"])
-    if kind == "labels":
-        return {"labels": _matrix(value, "labels", integer=True)}
-    return {"S" if kind == "consensus" else "X": _matrix(value, kind)}
+    spec = INPUT_KINDS[kind]
+    return {spec.array: _matrix(value, kind, integer=spec.integer)}
 
 
 def _multipart():
@@ -117,14 +125,15 @@ def _multipart():
             body[name] = read_json(text.encode("utf-8", "surrogatepass"), name)
         elif name in files:
             body[name] = read_json(files[name].read(), name)
-    unknown = set(form) - {"input", *JSON_PARTS}
+    unknown = set(form) - {"input", *JSON_PARTS, *callbacks.FIELDS}
     if unknown:
-        raise invalid(sorted(unknown)[0], "unknown form part")
+        raise invalid(sorted(map(str, unknown))[0], "unknown form part")
+    callback = callbacks.take({name: form[name] for name in callbacks.FIELDS if name in form})
     loaded = job_request_schema(current_app.config).load(body)
     arrays, header = read_file(upload.filename or "", upload.read(), kind)
     if kind == "consensus" and header is not None and loaded.get("ids") is None:
         loaded["ids"] = header  # a consensus CSV's header row names the elements
-    return loaded, kind, arrays
+    return loaded, kind, arrays, callback
 
 
 def read_file(filename: str, raw: bytes, kind: str) -> tuple[dict, list | None]:
@@ -135,9 +144,12 @@ def read_file(filename: str, raw: bytes, kind: str) -> tuple[dict, list | None]:
     """
     suffix = "." + filename.rsplit(".", 1)[-1].lower() if "." in filename else ""
     if suffix not in FILE_TYPES:
-        raise ProblemError(415, "Unsupported Media Type",
-                           "the file must be .npy, .npz or .csv",
-                           errors={"file": [f"unsupported file type {suffix or filename!r}"]})
+        raise ProblemError(
+            415,
+            "Unsupported Media Type",
+            "the file must be .npy, .npz or .csv",
+            errors={"file": [f"unsupported file type {suffix or filename!r}"]},
+        )
     matrix, header = read_matrix(raw, filename, "file", lambda declared: check_file(kind, declared))
     if sp.issparse(matrix):
         if kind != "consensus":
@@ -148,11 +160,11 @@ def read_file(filename: str, raw: bytes, kind: str) -> tuple[dict, list | None]:
         return sparse_arrays(coo.shape[0], coo.row, coo.col, coo.data), None
     a = np.asarray(matrix)
     if a.dtype.kind not in "iufb" or a.ndim != 2:
-        raise invalid("file", f"the file must hold a 2-D numeric array, got {a.dtype} "
-                              f"with shape {a.shape}")
-    if kind == "labels":
-        return {"labels": a}, None
-    return {"S" if kind == "consensus" else "X": a.astype(float, copy=False)}, header
+        raise invalid(
+            "file", f"the file must hold a 2-D numeric array, got {a.dtype} with shape {a.shape}"
+        )
+    spec = INPUT_KINDS[kind]
+    return {spec.array: a if spec.integer else a.astype(float, copy=False)}, header
 
 
 def check_file(kind: str, declared: Declared) -> None:
@@ -160,8 +172,11 @@ def check_file(kind: str, declared: Declared) -> None:
     (413 naming ``file``): its arrays' bytes, and the matrix's shape."""
     limit = current_app.config["SCA_MAX_ARRAY_BYTES"]
     if declared.nbytes > limit:
-        too_large("file", f"the file's arrays may take at most {limit} bytes at 8 per entry "
-                          f"(got {declared.entries} entries)")
+        too_large(
+            "file",
+            f"the file's arrays may take at most {limit} bytes at 8 per entry "
+            f"(got {declared.entries} entries)",
+        )
     if declared.shape is not None and len(declared.shape) == 2:
         check_shape("file", kind, declared.shape, dense=not declared.sparse)
 
@@ -172,8 +187,7 @@ def check_sizes(kind: str, arrays: dict, source: dict) -> None:
     if "n" in arrays:  # a sparse consensus
         check_shape(kind, kind, (int(arrays["n"]), int(arrays["n"])), dense=False)
     else:
-        matrix = next(arrays[key] for key in ("S", "labels", "X") if key in arrays)
-        check_shape(kind, kind, matrix.shape)
+        check_shape(kind, kind, arrays[INPUT_KINDS[kind].array].shape)
     if source.get("ensemble") is not None:
         runs, limit = ensemble_size(source["ensemble"]), current_app.config["SCA_MAX_RUNS"]
         if runs > limit:
@@ -183,19 +197,19 @@ def check_sizes(kind: str, arrays: dict, source: dict) -> None:
 def check_shape(name: str, kind: str, shape: tuple[int, int], dense: bool = True) -> None:
     """The limits on the elements (rows) and the features, runs or dense size
     of a ``kind`` input of ``shape`` (413 naming ``name``)."""
-    config = current_app.config
+    config, spec = current_app.config, INPUT_KINDS[kind]
     n, m = shape
-    if kind == "consensus" and dense and n > config["SCA_MAX_DENSE_N"]:
-        too_large(name, f"a dense consensus may have at most {config['SCA_MAX_DENSE_N']} "
-                        f"rows (got {n}); send it sparse")
-    if kind == "labels" and m > config["SCA_MAX_RUNS"]:
-        too_large(name, f"at most {config['SCA_MAX_RUNS']} runs (got {m})")
-    if kind == "data" and m > config["SCA_MAX_M"]:
-        too_large(name, f"at most {config['SCA_MAX_M']} features (got {m})")
+    if spec.dense_limit and dense and n > config[spec.dense_limit]:
+        too_large(
+            name,
+            f"a dense {kind} may have at most {config[spec.dense_limit]} "
+            f"rows (got {n}); send it sparse",
+        )
+    if spec.columns_limit and m > config[spec.columns_limit]:
+        too_large(name, f"at most {config[spec.columns_limit]} {spec.columns} (got {m})")
     if n > config["SCA_MAX_N"]:
         too_large(name, f"at most {config['SCA_MAX_N']} elements (got {n})")
 
 
 def too_large(name: str, message: str):
     raise ProblemError(413, "Content Too Large", message, errors={name: [message]})
-

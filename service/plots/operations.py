@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import threading
 
-from worker.problems import store_full
+from sca_worker.problems import store_full
 
 from ..backend import backend
 from ..errors import ProblemError, invalid
@@ -32,10 +32,13 @@ def check_name(name: str, fmt: str) -> None:
     """404 for an unknown plot name or format (before the job is looked up)."""
     plots = _plots()
     if name not in plots.NAMES or fmt not in plots.MEDIA_TYPES:
-        raise ProblemError(404, "Not Found",
-                           f"no plot {name}.{fmt}; plots are {', '.join(plots.NAMES)} "
-                           f"as .{' or .'.join(plots.MEDIA_TYPES)}",
-                           errors={"name": ["unknown plot or format"]})
+        raise ProblemError(
+            404,
+            "Not Found",
+            f"no plot {name}.{fmt}; plots are {', '.join(plots.NAMES)} "
+            f"as .{' or .'.join(plots.MEDIA_TYPES)}",
+            errors={"name": ["unknown plot or format"]},
+        )
 
 
 def plot(job_id: str, name: str, fmt: str, query: dict) -> tuple[bytes, str]:
@@ -52,8 +55,11 @@ def plot(job_id: str, name: str, fmt: str, query: dict) -> tuple[bytes, str]:
     else:
         if query:
             extra = sorted(query)
-            raise invalid(extra[0], f"the {name} plot takes no query parameters "
-                          f"({', '.join(extra)}); they are for the custom plot")
+            raise invalid(
+                extra[0],
+                f"the {name} plot takes no query parameters "
+                f"({', '.join(extra)}); they are for the custom plot",
+            )
         cache_key = f"plot:{job_id}:{name}.{fmt}"
         if store.has(cache_key):
             return store.load_bytes(cache_key), plots.MEDIA_TYPES[fmt]
@@ -62,9 +68,16 @@ def plot(job_id: str, name: str, fmt: str, query: dict) -> tuple[bytes, str]:
     P = jobs.balanced(record) if name in ("consensus", "histogram", "trace") else None
     try:
         with _DRAWING:
-            image = plots.render(name, result, fmt, S=None if P is None else P.unscaled(), P=P,
-                                 ids=jobs.job_ids(job_id), custom=custom,
-                                 seed=record["options"]["seed"])
+            image = plots.render(
+                name,
+                result,
+                fmt,
+                S=None if P is None else P.unscaled(),
+                P=P,
+                ids=jobs.job_ids(job_id),
+                custom=custom,
+                seed=record["options"]["seed"],
+            )
     except plots.PlotUnavailable as exc:
         raise ProblemError(404, "Not Found", str(exc), errors={"name": [str(exc)]}) from None
     if cache_key is not None:

@@ -14,7 +14,7 @@ _INTEGER = re.compile(r"[+-]?\d+")
 
 @lru_cache(maxsize=8)
 def _plot_query_schema_class(limit_iterations: int) -> type[Schema]:
-    class PlotQuerySchema(custom_cluster_schema_class(limit_iterations)):
+    class PlotQuerySchema(custom_cluster_schema_class(limit_iterations)):  # type: ignore[misc]
         """The custom-cluster request as query parameters (text, ``element``
         optional here); ``custom`` needs them, the other plots take none."""
 
@@ -22,8 +22,12 @@ def _plot_query_schema_class(limit_iterations: int) -> type[Schema]:
 
         @pre_load
         def _numbers(self, data, **kwargs):
-            return {name: int(value) if name != "element" and isinstance(value, str)
-                    and _INTEGER.fullmatch(value) else value for name, value in data.items()}
+            return {
+                name: int(value)
+                if name != "element" and isinstance(value, str) and _INTEGER.fullmatch(value)
+                else value
+                for name, value in data.items()
+            }
 
     return PlotQuerySchema
 

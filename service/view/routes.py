@@ -11,7 +11,7 @@ key in ``sessionStorage`` (this tab only) and sends it as
 (fetched, then shown from ``blob:`` URLs, since ``<img src>`` cannot send a
 header).
 
-So the shell needs no key (see :func:`service.auth.public`), and access
+So the shell needs no key (see :func:`sca_service.auth.public`), and access
 control stays with the JSON API: a wrong key gets its 401, another key's job
 or a missing one its 404, which the page shows.  The shell's response is
 likewise uniform without keys: it never looks the job up, so it cannot tell
@@ -44,11 +44,19 @@ def _shell() -> tuple[str, str]:
     script = element.removeprefix("<script>").removesuffix("\n").removesuffix("</script>")
     if element != f"<script>{script}</script>\n" or "</script" in script.lower():
         raise RuntimeError("page-script.html must be one <script> element")
+    # The event-stream reader goes first: its declarations exist before the page starts.
+    stream = (HERE / "page-events.js").read_text(encoding="utf-8")
+    if "</script" in stream.lower():
+        raise RuntimeError("page-events.js must not close the script element")
+    script = stream + script
+    element = f"<script>{script}</script>\n"
     html = (HERE / "page.html").read_text(encoding="utf-8").replace(SCRIPT_MARKER, element)
     digest = base64.b64encode(hashlib.sha256(script.encode("utf-8")).digest()).decode("ascii")
-    csp = ("default-src 'none'; connect-src 'self'; img-src blob:; "
-           f"style-src 'unsafe-inline'; script-src 'sha256-{digest}'; "
-           "base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
+    csp = (
+        "default-src 'none'; connect-src 'self'; img-src blob:; "
+        f"style-src 'unsafe-inline'; script-src 'sha256-{digest}'; "
+        "base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+    )
     return html, csp
 
 

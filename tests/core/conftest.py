@@ -3,8 +3,16 @@ import pytest
 
 import sca
 
-from tests.conftest import (BASEBALL_CSV, BASEBALL_IDS, BASEBALL_PAPER,  # noqa: F401
-                            BASEBALL_TEAMS, DATA, LEUKEMIA_PAPER, load_csv)
+# Re-exported for the core tests.
+from tests.conftest import (  # noqa: F401
+    BASEBALL_CSV,
+    BASEBALL_IDS,
+    BASEBALL_PAPER,
+    BASEBALL_TEAMS,
+    DATA,
+    LEUKEMIA_PAPER,
+    load_csv,
+)
 from tests.conftest import BASEBALL_S as _BASEBALL_S
 
 BASEBALL_S = np.array(_BASEBALL_S, dtype=float)

@@ -36,10 +36,10 @@ def test_balancing_parameters_are_checked(baseball, kwargs):
 
 def test_perron_cluster_is_the_largest_gap_with_ties_to_smallest_k():
     assert sca.perron_cluster([1.0, 0.9, 0.2, 0.1]) == 2
-    assert sca.perron_cluster([1.0, 0.5, 0.0]) == 1          # tie: 0.5 and 0.5
-    assert sca.perron_cluster([1.0, 0.2, 0.19, 0.0]) == 1    # gap after λ1 largest
-    assert sca.largest_gap_k([1.0, 0.2, 0.19, 0.05]) == 3    # the gap rule skips λ1
-    assert sca.largest_gap_k([1.0, 0.2, 0.19, 0.0]) == 2     # ... and never reads a gap into 0
+    assert sca.perron_cluster([1.0, 0.5, 0.0]) == 1  # tie: 0.5 and 0.5
+    assert sca.perron_cluster([1.0, 0.2, 0.19, 0.0]) == 1  # gap after λ1 largest
+    assert sca.largest_gap_k([1.0, 0.2, 0.19, 0.05]) == 3  # the gap rule skips λ1
+    assert sca.largest_gap_k([1.0, 0.2, 0.19, 0.0]) == 2  # ... and never reads a gap into 0
     assert sca.largest_gap_k([1.0, 0.9, 0.5, 0.45, 0.0], min_k=2, max_k=3) == 2
     assert sca.largest_gap_k([1.0, 0.9, 0.5, 0.45, 0.0], min_k=3) == 3
     assert sca.largest_gap_k([1.0, 0.9, 0.5, 0.45, 0.1], min_k=3) == 4
@@ -74,6 +74,7 @@ def test_residual_stalled_at_rounding_level_counts_as_converged(baseball, monkey
     """Where rounding keeps the residual above tol, balancing stops once the
     residual stops falling below n * eps instead of spinning to the cap."""
     import sys
+
     module = sys.modules["sca.balance"]  # the package exports the function by that name
     tol = 1e-300  # unreachable in float64
     result = sca.balance(baseball, tol=tol, max_iter=500)
@@ -86,6 +87,7 @@ def test_residual_stalled_at_rounding_level_counts_as_converged(baseball, monkey
 
 def test_over_relaxation_falls_back_when_it_overshoots(baseball, monkeypatch):
     import sys
+
     module = sys.modules["sca.balance"]
     plain = None
     for omega in (1.0, 1.4, 1.99):

@@ -43,18 +43,25 @@ def test_trace_from_papers_start_matches_table(baseball):
     # rows can differ by one unit in the fourth place.
     assert xs.shape == PAPER_TRACE.shape
     assert np.abs(xs - PAPER_TRACE).max() <= 1e-4
-    clusters = [[[BASEBALL_IDS[i] for i in np.flatnonzero(step["labels"] == c)]
-                 for c in range(step["labels"].max() + 1)] for step in result.trace]
-    assert [sorted(map(sorted, c)) for c in clusters] == \
-        [sorted(map(sorted, c)) for c in PAPER_CLUSTERS]
+    clusters = [
+        [
+            [BASEBALL_IDS[i] for i in np.flatnonzero(step["labels"] == c)]
+            for c in range(step["labels"].max() + 1)
+        ]
+        for step in result.trace
+    ]
+    assert [sorted(map(sorted, c)) for c in clusters] == [
+        sorted(map(sorted, c)) for c in PAPER_CLUSTERS
+    ]
     # Identical from t = 2 on: with stable = 6 the answer is fixed at t = 7.
     assert result.iterations == BASEBALL_PAPER["trace"]["stop"] == 7
     assert result.labels.tolist() == [0, 0, 0, 1, 1, 1]
 
 
 def test_cluster_result_speaks_in_ids():
-    out = sca.cluster(consensus=BASEBALL_S, ids=BASEBALL_IDS,
-                      options={"split": "gaps", "rule": "perron"})
+    out = sca.cluster(
+        consensus=BASEBALL_S, ids=BASEBALL_IDS, options={"split": "gaps", "rule": "perron"}
+    )
     assert out["k"] == 2
     assert out["clusters"] == BASEBALL_PAPER["clusters"]
     assert out["labels"] == [0, 0, 0, 1, 1, 1]

@@ -56,10 +56,14 @@ def test_deadline_stops_the_iteration_with_the_partial_result(baseball):
     ends it at once, saying how many steps fit and what the last cluster was."""
     P = sca.balance(baseball).P
     start = time.monotonic()
-    with pytest.raises(sca.DeadlineExceeded, match=r"size in \[5, 5\] in the \d+ of "
-                                                   r"1000000 iterations") as info:
-        sca.custom_cluster(P, 0, 2, min_size=5, max_size=5, max_iterations=1_000_000,
-                           deadline=start + 0.2)
+    with pytest.raises(
+        sca.DeadlineExceeded,
+        match=r"size in \[5, 5\] in the \d+ of "
+        r"1000000 iterations",
+    ) as info:
+        sca.custom_cluster(
+            P, 0, 2, min_size=5, max_size=5, max_iterations=1_000_000, deadline=start + 0.2
+        )
     assert time.monotonic() - start < 0.5
     error = info.value
     assert isinstance(error, sca.IterationError) and error.field == "max_iterations"
@@ -72,16 +76,22 @@ def test_deadline_stops_the_iteration_with_the_partial_result(baseball):
 def test_cap_before_deadline_is_the_plain_iteration_error(baseball):
     P = sca.balance(baseball).P
     with pytest.raises(sca.IterationError) as info:
-        sca.custom_cluster(P, 0, 2, min_size=5, max_size=5, max_iterations=50,
-                           deadline=time.monotonic() + 60)
+        sca.custom_cluster(
+            P, 0, 2, min_size=5, max_size=5, max_iterations=50, deadline=time.monotonic() + 60
+        )
     assert not isinstance(info.value, sca.DeadlineExceeded)
 
 
-@pytest.mark.parametrize("kwargs, field", [
-    ({"element": 6}, "element"), ({"element": -1}, "element"),
-    ({"min_size": 4, "max_size": 3}, "min_size"), ({"min_size": 0}, "min_size"),
-    ({"k": 7}, "k"),
-])
+@pytest.mark.parametrize(
+    "kwargs, field",
+    [
+        ({"element": 6}, "element"),
+        ({"element": -1}, "element"),
+        ({"min_size": 4, "max_size": 3}, "max_size"),
+        ({"min_size": 0}, "min_size"),
+        ({"k": 7}, "k"),
+    ],
+)
 def test_custom_parameters_are_checked(baseball, kwargs, field):
     P = sca.balance(baseball).P
     args = {"element": 0, "k": 2, "min_size": 1, "max_size": 3, **kwargs}
@@ -94,17 +104,15 @@ def test_custom_cluster_of_patient_2_on_an_nmf_k6_ensemble(leukemia_X):
     """Sec. 5.3: from Patient 2 on a k = 6 NMF consensus the paper finds
     {2, 4, 6, 15, 19, 29, 36}; ensembles are random, so check the cluster
     found on a seeded ensemble lies within the paper's and has the size asked."""
-    labels = sca.ensemble_labels(leukemia_X, [{"algorithm": "nmf", "k": 6, "runs": 20}],
-                                 seed=0)
+    labels = sca.ensemble_labels(leukemia_X, [{"algorithm": "nmf", "k": 6, "runs": 20}], seed=0)
     P = sca.balance(sca.membership_operator(labels)).P
-    found = sca.custom_cluster(P, 1, sca.spectrum(P).k, min_size=5, max_size=8,
-                               max_iterations=200)
+    found = sca.custom_cluster(P, 1, sca.spectrum(P).k, min_size=5, max_size=8, max_iterations=200)
     patients = {i + 1 for i in found.cluster}
     assert 5 <= len(patients) <= 8 and found.cluster[0] == 1
     assert patients <= PAPER_CUSTOM
     # the ranking lists the cluster's members first, each part closest first
     size = len(found.cluster)
-    assert [i for i, _ in found.ranked[:size - 1]] == found.cluster[1:]
-    inside = [s for _, s in found.ranked[:size - 1]]
-    outside = [s for _, s in found.ranked[size - 1:]]
+    assert [i for i, _ in found.ranked[: size - 1]] == found.cluster[1:]
+    inside = [s for _, s in found.ranked[: size - 1]]
+    outside = [s for _, s in found.ranked[size - 1 :]]
     assert inside == sorted(inside, reverse=True) and outside == sorted(outside, reverse=True)

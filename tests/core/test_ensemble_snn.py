@@ -9,11 +9,18 @@ import sca
 
 
 def test_plan_expands_ks_and_runs_with_reproducible_seeds():
-    spec = [{"algorithm": "nmf", "k": [2, 3], "runs": 2}, {"algorithm": "kmeans", "k": 3,
-                                                           "runs": 1}]
+    spec = [
+        {"algorithm": "nmf", "k": [2, 3], "runs": 2},
+        {"algorithm": "kmeans", "k": 3, "runs": 1},
+    ]
     plan = sca.ensemble_plan(spec, seed=1)
-    assert [(r["algorithm"], r["k"]) for r in plan] == [("nmf", 2), ("nmf", 2), ("nmf", 3),
-                                                        ("nmf", 3), ("kmeans", 3)]
+    assert [(r["algorithm"], r["k"]) for r in plan] == [
+        ("nmf", 2),
+        ("nmf", 2),
+        ("nmf", 3),
+        ("nmf", 3),
+        ("kmeans", 3),
+    ]
     assert plan == sca.ensemble_plan(spec, seed=1)
     assert len({r["seed"] for r in plan}) == 5
     assert plan != sca.ensemble_plan(spec, seed=2)
@@ -39,8 +46,9 @@ def test_nmf_labels_are_argmax_of_coefficients(iris):
     assert labels.shape == (150,) and set(labels) <= {0, 1, 2}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        W = NMF(3, solver="mu", init="random", random_state=4,
-                max_iter=sca.ensemble.NMF_MAX_ITER).fit_transform(X)
+        W = NMF(
+            3, solver="mu", init="random", random_state=4, max_iter=sca.ensemble.NMF_MAX_ITER
+        ).fit_transform(X)
     np.testing.assert_array_equal(labels, W.argmax(1))
 
 

@@ -11,19 +11,22 @@ from .conftest import BASEBALL_S
 GOOD = BASEBALL_S
 
 
-@pytest.mark.parametrize("S, words", [
-    (np.ones((2, 3)), "square"),
-    (np.ones((1, 1)), "at least 2"),
-    (np.zeros((0, 0)), "at least 2"),
-    (np.array([[1.0, np.nan], [np.nan, 1.0]]), "NaN or infinite"),
-    (np.array([[1.0, np.inf], [np.inf, 1.0]]), "NaN or infinite"),
-    (np.array([[1.0, -np.inf], [-np.inf, 1.0]]), "NaN or infinite"),
-    (np.array([[1.0, -1.0], [-1.0, 1.0]]), "negative"),
-    (np.array([[1.0, 0.5], [0.4, 1.0]]), "not symmetric"),
-    (np.array([[1.0, 0.5], [0.5, 0.0]]), "positive diagonal"),
-    (np.array([["a", "b"], ["c", "d"]]), "numeric"),
-    (np.ones(4), "square"),
-])
+@pytest.mark.parametrize(
+    "S, words",
+    [
+        (np.ones((2, 3)), "square"),
+        (np.ones((1, 1)), "at least 2"),
+        (np.zeros((0, 0)), "at least 2"),
+        (np.array([[1.0, np.nan], [np.nan, 1.0]]), "NaN or infinite"),
+        (np.array([[1.0, np.inf], [np.inf, 1.0]]), "NaN or infinite"),
+        (np.array([[1.0, -np.inf], [-np.inf, 1.0]]), "NaN or infinite"),
+        (np.array([[1.0, -1.0], [-1.0, 1.0]]), "negative"),
+        (np.array([[1.0, 0.5], [0.4, 1.0]]), "not symmetric"),
+        (np.array([[1.0, 0.5], [0.5, 0.0]]), "positive diagonal"),
+        (np.array([["a", "b"], ["c", "d"]]), "numeric"),
+        (np.ones(4), "square"),
+    ],
+)
 def test_bad_consensus(S, words):
     with pytest.raises(sca.SCAError, match=words) as info:
         sca.consensus_operator(S)
@@ -44,12 +47,15 @@ def test_symmetry_within_tolerance_is_accepted():
     assert np.array_equal(op.S, op.S.T)
 
 
-@pytest.mark.parametrize("labels, words", [
-    (np.array([[0.5, 1], [1, 0]]), "integers"),
-    (np.array([["a"], ["b"]]), "integers"),
-    (np.array([[0]]), "n >= 2"),
-    (np.array([[0, -1], [-1, -1], [1, 0]]), "element 1 is in no run"),
-])
+@pytest.mark.parametrize(
+    "labels, words",
+    [
+        (np.array([[0.5, 1], [1, 0]]), "integers"),
+        (np.array([["a"], ["b"]]), "integers"),
+        (np.array([[0]]), "n >= 2"),
+        (np.array([[0, -1], [-1, -1], [1, 0]]), "element 1 is in no run"),
+    ],
+)
 def test_bad_labels(labels, words):
     with pytest.raises(sca.SCAError, match=words) as info:
         sca.membership_operator(labels)
@@ -62,14 +68,17 @@ def test_labels_need_not_be_contiguous_and_may_skip_elements():
     assert H.toarray().tolist() == [[1, 0, 1], [1, 0, 0], [0, 1, 1]]
 
 
-@pytest.mark.parametrize("spec, field", [
-    ([], "ensemble"),
-    ([{"algorithm": "dbscan", "k": 2, "runs": 3}], "ensemble[0].algorithm"),
-    ([{"algorithm": "kmeans", "k": 0, "runs": 3}], "ensemble[0].k"),
-    ([{"algorithm": "kmeans", "k": [2, "x"], "runs": 3}], "ensemble[0].k"),
-    ([{"algorithm": "kmeans", "k": 2, "runs": 0}], "ensemble[0].runs"),
-    ([{"algorithm": "kmeans", "k": 2, "runs": 1, "extra": 1}], "ensemble[0]"),
-])
+@pytest.mark.parametrize(
+    "spec, field",
+    [
+        ([], "ensemble"),
+        ([{"algorithm": "dbscan", "k": 2, "runs": 3}], "ensemble[0].algorithm"),
+        ([{"algorithm": "kmeans", "k": 0, "runs": 3}], "ensemble[0].k"),
+        ([{"algorithm": "kmeans", "k": [2, "x"], "runs": 3}], "ensemble[0].k"),
+        ([{"algorithm": "kmeans", "k": 2, "runs": 0}], "ensemble[0].runs"),
+        ([{"algorithm": "kmeans", "k": 2, "runs": 1, "extra": 1}], "ensemble[0]"),
+    ],
+)
 def test_bad_ensemble_spec(spec, field):
     with pytest.raises(sca.SCAError) as info:
         sca.ensemble_plan(spec)
@@ -96,8 +105,11 @@ def test_k_above_n_is_refused():
 
 
 def test_data_checks():
-    for X, words in ((np.array([1.0, 2.0]), "2-D"), (np.array([[np.nan, 1.0], [1.0, 1.0]]),
-                     "NaN"), (np.ones((1, 3)), "at least 2 rows")):
+    for X, words in (
+        (np.array([1.0, 2.0]), "2-D"),
+        (np.array([[np.nan, 1.0], [1.0, 1.0]]), "NaN"),
+        (np.ones((1, 3)), "at least 2 rows"),
+    ):
         with pytest.raises(sca.SCAError, match=words):
             sca.snn_operator(X, 1)
 

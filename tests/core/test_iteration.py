@@ -76,11 +76,18 @@ def test_reconsensus_ends_with_one_solution(five_blocks):
     assert len(result.history) == result.rounds
 
 
-@pytest.mark.parametrize("kwargs, field", [
-    ({"k": 0}, "options.k"), ({"k": 7}, "options.k"), ({"starts": 0}, "options.starts"),
-    ({"stable": 0}, "options.stable"), ({"max_iterations": 0}, "options.max_iterations"),
-    ({"split": "median"}, "options.split"), ({"x0": [1, 2]}, "options.x0"),
-])
+@pytest.mark.parametrize(
+    "kwargs, field",
+    [
+        ({"k": 0}, "options.k"),
+        ({"k": 7}, "options.k"),
+        ({"starts": 0}, "options.starts"),
+        ({"stable": 0}, "options.stable"),
+        ({"max_iterations": 0}, "options.max_iterations"),
+        ({"split": "median"}, "options.split"),
+        ({"x0": [1, 2]}, "options.x0"),
+    ],
+)
 def test_iteration_parameters_are_checked(baseball, kwargs, field):
     P = sca.balance(baseball).P
     args = {"k": 2, **kwargs}

@@ -75,12 +75,15 @@ def test_all_equal_consensus_is_one_cluster():
     assert result["confidence"] == pytest.approx([1.0] * 10)
 
 
-@pytest.mark.parametrize("S, k", [
-    ([[1.0, 0.5], [0.5, 1.0]], 1),
-    ([[1.0, 0.0], [0.0, 1.0]], 2),
-    ([[1.0, 0.9, 0.01], [0.9, 1.0, 0.01], [0.01, 0.01, 1.0]], 2),
-    ([[1.0, 0.8, 0.7], [0.8, 1.0, 0.9], [0.7, 0.9, 1.0]], 1),
-])
+@pytest.mark.parametrize(
+    "S, k",
+    [
+        ([[1.0, 0.5], [0.5, 1.0]], 1),
+        ([[1.0, 0.0], [0.0, 1.0]], 2),
+        ([[1.0, 0.9, 0.01], [0.9, 1.0, 0.01], [0.01, 0.01, 1.0]], 2),
+        ([[1.0, 0.8, 0.7], [0.8, 1.0, 0.9], [0.7, 0.9, 1.0]], 1),
+    ],
+)
 def test_two_and_three_elements_get_k_from_the_data(S, k):
     assert sca.cluster(consensus=np.array(S))["k"] == k
 
@@ -133,7 +136,9 @@ def test_null_draws_keep_what_they_promise():
     S = sca.membership_operator(runs)
     null = S.null_draw(rng)
     # every run keeps its cluster sizes, every element its number of runs
-    assert np.array_equal(np.sort(np.asarray(S.H.sum(axis=0))), np.sort(np.asarray(null.H.sum(axis=0))))
+    assert np.array_equal(
+        np.sort(np.asarray(S.H.sum(axis=0))), np.sort(np.asarray(null.H.sum(axis=0)))
+    )
     assert np.array_equal(np.diff(S.H.indptr), np.diff(null.H.indptr))
     dense, _ = planted_similarity(50, 2, 0)
     shuffled = sca.consensus_operator(dense).null_draw(rng).S
@@ -151,11 +156,12 @@ def test_confidence_is_the_walk_staying_in_the_cluster(baseball):
     assert result["confidence"] == pytest.approx(expected, abs=1e-6)
     for c in range(result["k"]):
         members = labels == c
-        assert result["cluster_confidence"][c] == pytest.approx(np.mean(np.array(expected)[members]),
-                                                                 abs=1e-6)
+        mean = np.mean(np.array(expected)[members])
+        assert result["cluster_confidence"][c] == pytest.approx(mean, abs=1e-6)
         inside = P[np.ix_(members, members)].sum()
-        assert result["cluster_uncoupling"][c] == pytest.approx(2 * (members.sum() - inside) / 6,
-                                                                 abs=1e-6)
+        assert result["cluster_uncoupling"][c] == pytest.approx(
+            2 * (members.sum() - inside) / 6, abs=1e-6
+        )
     # the factored form agrees with the dense one on the same consensus
     rng = np.random.default_rng(0)
     truth = planted_truth(300, [1, 2, 3], rng)
@@ -182,8 +188,7 @@ def test_a_coarser_level_is_kept_when_it_is_more_uncoupled(iris):
 
 def test_the_command_line_refuses_a_k_hat_its_rule_cannot_use(capsys):
     from sca.cli import main
-
     from tests.conftest import BASEBALL_CSV
-    assert main(["cluster", "--consensus", str(BASEBALL_CSV), "--rule", "gap",
-                 "--k-hat", "2"]) != 0
+
+    assert main(["cluster", "--consensus", str(BASEBALL_CSV), "--rule", "gap", "--k-hat", "2"]) != 0
     assert "options.k_hat" in capsys.readouterr().err

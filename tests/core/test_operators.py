@@ -1,10 +1,14 @@
-"""Every stage on the dense, sparse and factored forms of one consensus agrees."""
+"""Every stage on the dense, sparse, factored, label-matrix and Dask forms of one
+consensus agrees."""
 
 import numpy as np
 import pytest
 import scipy.sparse as sp
 
 import sca
+import sca.labels
+from sca.inputs import membership_factors
+from sca.labels import LabelOperator
 from sca.planted import planted_runs, planted_truth
 
 
@@ -13,12 +17,14 @@ def forms():
     rng = np.random.default_rng(7)
     truth = planted_truth(300, [1, 2, 3], rng)
     labels = planted_runs(truth, 40, 0.3, rng)
-    factored = sca.membership_operator(labels)
+    H, groups = membership_factors(labels)
+    factored = sca.FactoredOperator(H, groups=groups)
     S = factored.to_dense()
     return truth, {
         "dense": sca.consensus_operator(S),
         "sparse": sca.consensus_operator(sp.csr_array(S)),
         "factored": factored,
+        "labels": sca.membership_operator(labels),
     }
 
 
@@ -33,31 +39,106 @@ def test_factored_is_h_h_transpose(forms):
         assert np.allclose(op.diagonal(), 40)
 
 
+def stage_results(op):
+    balanced = sca.balance(op)
+    spec = sca.spectrum(balanced.P)
+    it = sca.iterate(balanced.P, spec.k, seed=3, starts=3)
+    gaps = sca.iterate(balanced.P, spec.k, seed=3, split="gaps", starts=4)
+    custom = sca.custom_cluster(balanced.P, 5, spec.k, 2, 200)
+    return (
+        balanced.d,
+        spec.eigenvalues,
+        spec.k,
+        it.labels,
+        gaps.solutions,
+        custom.cluster,
+        sca.uncoupling_measure(balanced.P, it.labels),
+        op.components()[0],
+    )
+
+
+def assert_same(got, ref):
+    assert np.allclose(got[0], ref[0], rtol=1e-10)
+    assert np.allclose(got[1], ref[1], atol=1e-10)
+    assert got[2] == ref[2]
+    assert np.array_equal(got[3], ref[3])
+    assert [(s.tolist(), f) for s, f in got[4]] == [(s.tolist(), f) for s, f in ref[4]]
+    assert got[5] == ref[5]
+    assert got[6] == pytest.approx(ref[6])
+    assert got[7] == ref[7] == 1
+
+
 def test_every_stage_agrees_across_forms(forms):
     truth, ops = forms
-    results = {}
-    for name, op in ops.items():
-        balanced = sca.balance(op)
-        spec = sca.spectrum(balanced.P)
-        it = sca.iterate(balanced.P, spec.k, seed=3, starts=3)
-        gaps = sca.iterate(balanced.P, spec.k, seed=3, split="gaps", starts=4)
-        custom = sca.custom_cluster(balanced.P, 5, spec.k, 2, 200)
-        results[name] = (balanced.d, spec.eigenvalues, spec.k, it.labels, gaps.solutions,
-                         custom.cluster, sca.uncoupling_measure(balanced.P, it.labels),
-                         op.components()[0])
+    assert type(ops["labels"]) is LabelOperator and ops["labels"].codes.dtype == np.uint8
+    results = {name: stage_results(op) for name, op in ops.items()}
     ref = results["dense"]
     assert ref[2] == 3
     assert sca.evaluate(ref[3], truth)["ari"] == 1.0
-    for name in ("sparse", "factored"):
-        got = results[name]
-        assert np.allclose(got[0], ref[0], rtol=1e-10)
-        assert np.allclose(got[1], ref[1], atol=1e-10)
-        assert got[2] == ref[2]
-        assert np.array_equal(got[3], ref[3])
-        assert [(s.tolist(), f) for s, f in got[4]] == [(s.tolist(), f) for s, f in ref[4]]
-        assert got[5] == ref[5]
-        assert got[6] == pytest.approx(ref[6])
-        assert got[7] == ref[7] == 1
+    for name in ("sparse", "factored", "labels"):
+        assert_same(results[name], ref)
+
+
+def test_label_operator_matches_sparse_h(forms, monkeypatch):
+    """Products, Gram matrix, entries, components and the null draw of the
+    label matrix are those of the sparse H built from the same runs."""
+    monkeypatch.setattr(sca.labels, "JOINT_MIN_N", 0)  # the Gram by counts at any n
+    _, ops = forms
+    factored, labels = ops["factored"], ops["labels"]
+    rng = np.random.default_rng(4)
+    d = rng.random(300) + 0.5
+    X = rng.random((300, 4))
+    for F, L in ((factored, labels), (factored.scaled(d), labels.scaled(d))):
+        assert np.allclose(L.matmat(X), F.matmat(X), rtol=1e-12)
+        assert np.allclose(L.matmat(X[:, 0]), F.matmat(X[:, 0]), rtol=1e-12)
+        assert np.allclose(L.gram(), F.gram(), rtol=1e-12)
+    rows, cols = rng.integers(0, 300, 50), rng.integers(0, 300, 50)
+    assert np.array_equal(labels.entries(rows, cols), factored.entries(rows, cols))
+    nulls = [op.null_draw(np.random.default_rng(9)) for op in (factored, labels)]
+    assert np.allclose(nulls[0].to_dense(), nulls[1].to_dense())
+    uncoupled = np.repeat(np.array([[0], [0], [2], [1], [1]], dtype=np.uint8), 4, axis=1)
+    op = sca.membership_operator(uncoupled)
+    assert type(op) is LabelOperator
+    H, groups = membership_factors(uncoupled)
+    assert op.components()[0] == 3 and op.components()[1].tolist() == [0, 0, 2, 1, 1]
+    assert (
+        op.components()[1].tolist()
+        == sca.FactoredOperator(H, groups=groups).components()[1].tolist()
+    )
+
+
+def test_label_matrix_memory_mapped(tmp_path):
+    """A .npy of labels is mapped, not read; the operator holds the map itself."""
+    from sca.io import read_matrix_file
+
+    rng = np.random.default_rng(5)
+    labels = planted_runs(planted_truth(500, [1, 1], rng), 10, 0.2, rng, dtype=np.uint8)
+    np.save(tmp_path / "runs.npy", labels)
+    mapped, _ = read_matrix_file(str(tmp_path / "runs.npy"), "labels")
+    assert isinstance(mapped, np.memmap)
+    op = sca.membership_operator(mapped)
+    assert np.shares_memory(op.codes, mapped)  # the map itself, not a copy
+    assert np.allclose(
+        op.matmat(np.ones(500)), sca.membership_operator(labels).matmat(np.ones(500))
+    )
+
+
+def test_dask_label_matrix_on_a_local_cluster(forms):
+    """The label matrix as a chunked Dask array, on a dask.distributed cluster:
+    every stage gives the in-memory answer."""
+    da = pytest.importorskip("dask.array")
+    distributed = pytest.importorskip("dask.distributed")
+    truth, ops = forms
+    labels = np.asarray(ops["labels"].codes)
+    with (
+        distributed.LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None
+        ) as cluster,
+        distributed.Client(cluster),
+    ):
+        op = sca.membership_operator(da.from_array(labels, chunks=(70, -1)))
+        assert type(op) is LabelOperator and op.packing[4].numblocks == (1, 5)
+        assert_same(stage_results(op), stage_results(ops["labels"]))
 
 
 def test_large_spectrum_paths_agree_with_dense_reference():
@@ -88,8 +169,10 @@ def test_state_round_trip(forms):
 def test_uncoupled_consensus_is_reported_and_balanced():
     # Every run agrees: S is exactly block diagonal (uncoupled, Sec. 2.1).
     labels = np.repeat(np.array([[0], [0], [0], [1], [1]]), 5, axis=1)
-    for op in (sca.membership_operator(labels), sca.consensus_operator(
-            sca.membership_operator(labels).to_dense())):
+    for op in (
+        sca.membership_operator(labels),
+        sca.consensus_operator(sca.membership_operator(labels).to_dense()),
+    ):
         balanced = sca.balance(op)
         assert balanced.n_components == 2
         assert balanced.components.tolist() == [0, 0, 0, 1, 1]

@@ -34,8 +34,15 @@ def baseball_run():
     """The baseball example run with four starts and the trace: result, S, P, custom cluster."""
     S = sca.consensus_operator(np.array(BASEBALL_S, dtype=float))
     balanced, spec, result, timings = sca.run_stages(S, {"starts": 4, "trace": True})
-    out = sca.result_dict(S, balanced.P, sca.balance_dict(balanced), sca.spectrum_dict(spec),
-                          result, BASEBALL_IDS, timings)
+    out = sca.result_dict(
+        S,
+        balanced.P,
+        sca.balance_dict(balanced),
+        sca.spectrum_dict(spec),
+        result,
+        BASEBALL_IDS,
+        timings,
+    )
     custom = sca.custom_result(balanced.P, "Rose", BASEBALL_IDS, spec.k, 1, 3)
     return {"result": out, "S": S, "P": balanced.P, "custom": custom}
 
@@ -45,8 +52,9 @@ def labelled():
     """A factored S from label runs with its dense equivalent."""
     rng = np.random.default_rng(3)
     truth = np.repeat([0, 1, 2], [40, 25, 35])
-    runs = np.column_stack([np.where(rng.random(100) < 0.1, rng.integers(0, 3, 100), truth)
-                            for _ in range(12)])
+    runs = np.column_stack(
+        [np.where(rng.random(100) < 0.1, rng.integers(0, 3, 100), truth) for _ in range(12)]
+    )
     S = sca.membership_operator(runs)
     return S, S.to_dense(), truth
 
@@ -115,8 +123,14 @@ def test_trajectory_is_the_standardised_evolution(baseball_run):
 @pytest.mark.parametrize("name", plots.NAMES)
 @pytest.mark.parametrize("fmt", ["png", "svg"])
 def test_every_plot_renders(baseball_run, name, fmt):
-    image = plots.render(name, baseball_run["result"], fmt, S=baseball_run["S"],
-                         P=baseball_run["P"], custom=baseball_run["custom"])
+    image = plots.render(
+        name,
+        baseball_run["result"],
+        fmt,
+        S=baseball_run["S"],
+        P=baseball_run["P"],
+        custom=baseball_run["custom"],
+    )
     if fmt == "png":
         width, height = png_size(image)
         assert width == 800 and 250 <= height <= 1000
@@ -162,10 +176,13 @@ def test_unavailable_plots_say_why(baseball_run):
 
 
 def test_core_imports_without_matplotlib():
-    code = ("import sys; import sca, sca.plots, sca.client, sca.cli; "
-            "print(sorted(m for m in ('matplotlib', 'requests', 'flask') if m in sys.modules))")
-    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
-                         text=True, check=True).stdout
+    code = (
+        "import sys; import sca, sca.plots, sca.client, sca.cli; "
+        "print(sorted(m for m in ('matplotlib', 'requests', 'flask') if m in sys.modules))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout
     assert json.loads(out.replace("'", '"')) == []
 
 
@@ -173,16 +190,46 @@ def test_cli_cluster_writes_plots(tmp_path, capsys):
     from sca.cli import main
 
     consensus = BASEBALL_CSV
-    assert main(["cluster", "--consensus", str(consensus), "--starts", "3",
-                 "--plots", str(tmp_path / "plots"), "--plot-format", "both"]) == 0
+    assert (
+        main(
+            [
+                "cluster",
+                "--consensus",
+                str(consensus),
+                "--starts",
+                "3",
+                "--plots",
+                str(tmp_path / "plots"),
+                "--plot-format",
+                "both",
+            ]
+        )
+        == 0
+    )
     captured = capsys.readouterr()
     out = json.loads(captured.out)
     assert "trace" not in out and out["k"] == 2
     written = sorted(p.name for p in (tmp_path / "plots").iterdir())
     assert written == sorted(f"{n}.{f}" for n in plots.NAMES[:-1] for f in ("png", "svg"))
     assert "wrote 10 plots" in captured.err and "\r" not in captured.err
-    assert main(["custom", "--consensus", str(consensus), "--element", "Rose", "--min-size",
-                 "1", "--max-size", "3", "--plots", str(tmp_path / "custom")]) == 0
+    assert (
+        main(
+            [
+                "custom",
+                "--consensus",
+                str(consensus),
+                "--element",
+                "Rose",
+                "--min-size",
+                "1",
+                "--max-size",
+                "3",
+                "--plots",
+                str(tmp_path / "custom"),
+            ]
+        )
+        == 0
+    )
     assert [p.name for p in (tmp_path / "custom").iterdir()] == ["custom.png"]
 
 
@@ -207,7 +254,10 @@ def test_progress_bar_only_on_a_terminal():
 def test_cluster_reports_each_stage_to_progress(iris):
     seen = []
     X, _ = iris
-    sca.cluster(data=X, ensemble=[{"algorithm": "kmeans", "k": [3], "runs": 5}],
-                progress=lambda stage, fraction: seen.append((stage, round(fraction, 2))))
+    sca.cluster(
+        data=X,
+        ensemble=[{"algorithm": "kmeans", "k": [3], "runs": 5}],
+        progress=lambda stage, fraction: seen.append((stage, round(fraction, 2))),
+    )
     assert [s for s, _ in seen] == ["ensemble"] * 5 + ["balancing", "spectral", "iteration"]
     assert seen[4] == ("ensemble", 1.0)

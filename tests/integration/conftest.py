@@ -39,8 +39,14 @@ def celery_worker(redis_url, prefix, tmp_path_factory):
     workers = []
     try:
         for i in range(2):
-            workers.append(Worker(env, directory / f"worker-{i}.log",
-                                  f"itest{i}-{uuid.uuid4().hex[:6]}", concurrency=1))
+            workers.append(
+                Worker(
+                    env,
+                    directory / f"worker-{i}.log",
+                    f"itest{i}-{uuid.uuid4().hex[:6]}",
+                    concurrency=1,
+                )
+            )
         yield Workers([worker.log for worker in workers])
     finally:
         for worker in workers:
@@ -50,11 +56,18 @@ def celery_worker(redis_url, prefix, tmp_path_factory):
 @pytest.fixture(scope="session")
 def api(redis_url, prefix, celery_worker):
     """Base URL of the API in Redis mode, served over real HTTP."""
-    from service import create_app
+    from sca_service import create_app
 
-    app = create_app({"REDIS_URL": redis_url, "SCA_KEY_PREFIX": prefix,
-                      "SCA_CHUNK_BYTES": CHUNK_BYTES, "SCA_JOB_TTL": 600,
-                      "SCA_ALLOW_ANONYMOUS": 1, "SCA_RATE_LIMIT": 0})
+    app = create_app(
+        {
+            "REDIS_URL": redis_url,
+            "SCA_KEY_PREFIX": prefix,
+            "SCA_CHUNK_BYTES": CHUNK_BYTES,
+            "SCA_JOB_TTL": 600,
+            "SCA_ALLOW_ANONYMOUS": 1,
+            "SCA_RATE_LIMIT": 0,
+        }
+    )
     server = make_server("127.0.0.1", free_port(), app, threaded=True)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
@@ -66,6 +79,6 @@ def api(redis_url, prefix, celery_worker):
 @pytest.fixture(scope="session")
 def store(redis_url, prefix):
     """The store the session's workers and API use (same prefix and chunk size)."""
-    from worker.store import RedisStore
+    from sca_worker.store import RedisStore
 
     return RedisStore.from_url(redis_url, ttl=600, chunk_bytes=CHUNK_BYTES, prefix=prefix)

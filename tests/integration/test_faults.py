@@ -35,8 +35,10 @@ def test_worker_killed_mid_stage_job_completes_on_a_restarted_worker(private_red
         deadline = time.monotonic() + 60
         while True:  # kill while the ensemble stage is half done and the worker holds a run
             job = api.request("get", f"/v1/jobs/{job_id}").json()
-            holding = any(m.decode().startswith(f"{job_id}|")
-                          for m in beats.zrange(f"{prefix}heartbeats", 0, -1))
+            holding = any(
+                m.decode().startswith(f"{job_id}|")
+                for m in beats.zrange(f"{prefix}heartbeats", 0, -1)
+            )
             if job["stage"] == "ensemble" and 2 <= job["ensemble"]["done"] < 20 and holding:
                 break
             assert job["status"] in ("queued", "running") and time.monotonic() < deadline, job
@@ -72,13 +74,19 @@ def test_redis_restarted_while_jobs_wait_and_the_api_serves(private_redis, tmp_p
     worker = Worker(worker_env(private_redis.url, prefix), tmp_path / "worker.log", "restart")
     try:
         long_job = leukemia_job(api, runs=12, seed=3)  # keeps the one worker busy
-        waiting = [api.request("post", "/v1/jobs", json=dict(BASEBALL_BODY, options={"seed": s})
-                               ).json()["id"] for s in range(3)]
+        waiting = [
+            api.request("post", "/v1/jobs", json=dict(BASEBALL_BODY, options={"seed": s})).json()[
+                "id"
+            ]
+            for s in range(3)
+        ]
         private_redis.stop()
-        for method, path, kwargs in (("get", "/readyz", {}),
-                                     ("post", "/v1/jobs", {"json": BASEBALL_BODY}),
-                                     ("get", f"/v1/jobs/{waiting[0]}", {}),
-                                     ("get", f"/v1/jobs/{long_job}/elements/0/similar", {})):
+        for method, path, kwargs in (
+            ("get", "/readyz", {}),
+            ("post", "/v1/jobs", {"json": BASEBALL_BODY}),
+            ("get", f"/v1/jobs/{waiting[0]}", {}),
+            ("get", f"/v1/jobs/{long_job}/elements/0/similar", {}),
+        ):
             response, took = _timed(api, method, path, **kwargs)
             assert response.status_code == 503, (path, response.status_code, response.text)
             assert response.headers["Content-Type"] == "application/problem+json"
@@ -104,12 +112,19 @@ def test_redis_restarted_while_jobs_wait_and_the_api_serves(private_redis, tmp_p
 
 def test_cancel_stops_tasks_and_leaves_no_artifacts(api, celery_worker, store, redis_client):
     files = {"file": ("X.csv", (DATA / "leukemia" / "X.csv").read_bytes(), "text/csv")}
-    form = {"input": "data", "ensemble": json.dumps([{"algorithm": "nmf", "k": 6, "runs": 30}]),
-            "options": json.dumps({"ensemble_seed": 77})}
+    form = {
+        "input": "data",
+        "ensemble": json.dumps([{"algorithm": "nmf", "k": 6, "runs": 30}]),
+        "options": json.dumps({"ensemble_seed": 77}),
+    }
     job_id = requests.post(f"{api}/v1/jobs", files=files, data=form, timeout=60).json()["id"]
     deadline = time.monotonic() + 30
-    while requests.get(f"{api}/v1/jobs/{job_id}", timeout=30).json().get(
-            "ensemble", {"done": 0})["done"] < 2:
+    while (
+        requests.get(f"{api}/v1/jobs/{job_id}", timeout=30)
+        .json()
+        .get("ensemble", {"done": 0})["done"]
+        < 2
+    ):
         assert time.monotonic() < deadline
         time.sleep(0.05)
     record = store.get_job(job_id)
@@ -123,15 +138,20 @@ def test_cancel_stops_tasks_and_leaves_no_artifacts(api, celery_worker, store, r
     assert job["ensemble"]["done"] == done < job["ensemble"]["total"] == 30  # stopped
     h = record["hashes"]["input"]
     assert not store.has(f"op:{h}")  # no consensus was built
-    leftovers = [k.decode() for k in redis_client.scan_iter(f"{store.prefix}*")
-                 if h.encode() in k or job_id.encode() in k]
-    assert leftovers == [f"{store.prefix}job:{job_id}"]  # only the record saying "cancelled"
+    leftovers = [
+        k.decode()
+        for k in redis_client.scan_iter(f"{store.prefix}*")
+        if h.encode() in k or job_id.encode() in k
+    ]
+    # only the record saying "cancelled", and its events (deleted with it)
+    record_key = f"{store.prefix}job:{job_id}"
+    assert sorted(leftovers) == [record_key, f"{record_key}:events"]
     assert requests.delete(f"{api}/v1/jobs/{job_id}", timeout=30).status_code == 204
     assert not [k for k in redis_client.scan_iter(f"{store.prefix}*") if job_id.encode() in k]
 
 
 def test_a_pickled_task_message_is_refused(celery_worker, redis_url, api):
-    from worker.celery_app import create_celery
+    from sca_worker.celery_app import create_celery
 
     client = create_celery({"REDIS_URL": redis_url})
     client.send_task("sca.start", kwargs={"job_id": "pickled"}, serializer="pickle")
@@ -140,8 +160,9 @@ def test_a_pickled_task_message_is_refused(celery_worker, redis_url, api):
         assert time.monotonic() < deadline, "the worker did not refuse the pickled message"
         time.sleep(0.1)
     # The worker is still serving.
-    accepted = requests.post(f"{api}/v1/jobs", json=dict(BASEBALL_BODY, options={"seed": 5}),
-                             timeout=30).json()
+    accepted = requests.post(
+        f"{api}/v1/jobs", json=dict(BASEBALL_BODY, options={"seed": 5}), timeout=30
+    ).json()
     assert wait_for(http_get(api), accepted["id"], 120, interval=0.05)["status"] == "succeeded"
 
 

@@ -11,13 +11,22 @@ import os
 import pytest
 
 from sca.client import Client
-from service import create_app
+from sca_service import create_app
+from sca_worker import events
 from tests.conftest import BASEBALL_BODY, BASEBALL_TEAMS, ROOT
 from tests.service.serving import sca_serve, serve
 
 CHROMIUM = os.environ.get("SCA_TEST_CHROMIUM", "/usr/bin/chromium")
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-        "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 ARTIFACTS = ROOT / "tests" / "artifacts"
 TIMEOUT_MS = 30_000
 
@@ -25,8 +34,10 @@ TIMEOUT_MS = 30_000
 @pytest.fixture(scope="module")
 def browser():
     if not os.access(CHROMIUM, os.X_OK):
-        pytest.fail(f"no Chromium at {CHROMIUM}: run `make install-test` as root (it installs "
-                    "Debian's chromium) or `apt-get install -y chromium`")
+        pytest.fail(
+            f"no Chromium at {CHROMIUM}: run `make install-test` as root (it installs "
+            "Debian's chromium) or `apt-get install -y chromium`"
+        )
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
@@ -66,8 +77,7 @@ def _ask_for_roses_cluster(page) -> None:
     expect(answer).to_have_count(3)
     assert set(answer.all_inner_texts()) == set(BASEBALL_TEAMS[0])
     expect(page.locator("#answer-title")).to_contain_text("Custom cluster of Rose")
-    page.wait_for_function("() => document.getElementById('answer-plot').naturalWidth"
-                           " === 800")
+    page.wait_for_function("() => document.getElementById('answer-plot').naturalWidth === 800")
 
 
 def _expect_baseball_result(page) -> None:
@@ -78,8 +88,9 @@ def _expect_baseball_result(page) -> None:
     expect(page.locator("#k")).to_have_text("2")
     rows = page.locator("#clusters tbody tr")
     expect(rows).to_have_count(2)
-    members = sorted(sorted(text.split(", ")) for text in
-                     rows.locator("td.members").all_inner_texts())
+    members = sorted(
+        sorted(text.split(", ")) for text in rows.locator("td.members").all_inner_texts()
+    )
     assert members == BASEBALL_TEAMS
     _images_loaded(page)
 
@@ -120,8 +131,10 @@ def _expect_firmness(page, result) -> None:
     firmness = dict(zip(BASEBALL_BODY["ids"], result["confidence"]))
 
     def shown():
-        return [(row[0], float(row[2].rstrip(" %"))) for row in
-                (text.split("\t") for text in rows.all_inner_texts())]
+        return [
+            (row[0], float(row[2].rstrip(" %")))
+            for row in (text.split("\t") for text in rows.all_inner_texts())
+        ]
 
     least_first = shown()
     assert [name for name, _ in least_first] == sorted(firmness, key=lambda i: firmness[i])
@@ -133,7 +146,8 @@ def _expect_firmness(page, result) -> None:
     assert [name for name, _ in shown()] == BASEBALL_BODY["ids"]
     cluster_firmness = page.locator("#clusters tbody td.num").all_inner_texts()
     assert [float(t.rstrip(" %")) for t in cluster_firmness] == pytest.approx(
-        [100 * c for c in result["cluster_confidence"]], abs=0.051)
+        [100 * c for c in result["cluster_confidence"]], abs=0.051
+    )
 
 
 def test_no_cluster_structure_is_said_in_words(page):
@@ -168,8 +182,7 @@ def test_ids_with_slashes_and_dollars_on_the_job_page(page):
         page.fill("#element", "/Cobb")
         page.click("#ask")
         expect(page.locator("#answer-title")).to_contain_text("Custom cluster of /Cobb")
-        page.wait_for_function("() => document.getElementById('answer-plot').naturalWidth"
-                               " === 800")
+        page.wait_for_function("() => document.getElementById('answer-plot').naturalWidth === 800")
 
 
 KEY, OTHER_KEY = "page-key-0123456789abcdef", "other-key-fedcba9876543210"
@@ -180,8 +193,7 @@ def test_job_page_with_api_keys(page):
     the right key shows the job; the key goes only into headers, never into a URL."""
     from playwright.sync_api import expect
 
-    app = create_app({"TESTING": True, "REDIS_URL": None,
-                      "SCA_API_KEYS": f"{KEY},{OTHER_KEY}"})
+    app = create_app({"TESTING": True, "REDIS_URL": None, "SCA_API_KEYS": f"{KEY},{OTHER_KEY}"})
     with serve(app) as url:
         job = Client(url, api_key=KEY).submit(**BASEBALL_BODY)
         view = url + job.accepted["links"]["view"]
@@ -216,7 +228,7 @@ def test_job_page_with_api_keys(page):
         assert page.evaluate("document.getElementById('answer-plot').src").startswith("blob:")
 
         with page.expect_popup() as opened:  # an SVG link: fetched with the key, shown as a blob
-            page.click('#plots figcaption a >> nth=0')
+            page.click("#plots figcaption a >> nth=0")
         popup = opened.value
         popup.wait_for_url(lambda target: target.startswith("blob:"), wait_until="commit")
         popup.wait_for_function("() => document.documentElement.localName === 'svg'")
@@ -232,14 +244,26 @@ def test_job_page_with_api_keys(page):
             assert KEY not in request.url and "wrong-key" not in request.url
         for request in api_calls:
             authorization = request.all_headers().get("authorization")
-            assert authorization in (None, f"Bearer {KEY}", f"Bearer {OTHER_KEY}",
-                                     "Bearer wrong-key"), authorization
-        after = api_calls[[r.all_headers().get("authorization") for r in api_calls]
-                          .index(f"Bearer {KEY}"):]
+            assert authorization in (
+                None,
+                f"Bearer {KEY}",
+                f"Bearer {OTHER_KEY}",
+                "Bearer wrong-key",
+            ), authorization
+        after = api_calls[
+            [r.all_headers().get("authorization") for r in api_calls].index(f"Bearer {KEY}") :
+        ]
         assert all(r.all_headers().get("authorization") == f"Bearer {KEY}" for r in after)
         assert {r.url.split("?")[0].rsplit("/", 1)[-1] for r in after} >= {
-            job.id, "spectrum.png", "trace.png", "consensus.png", "histogram.png",
-            "custom-clusters", "custom.png", "spectrum.svg"}
+            job.id,
+            "spectrum.png",
+            "trace.png",
+            "consensus.png",
+            "histogram.png",
+            "custom-clusters",
+            "custom.png",
+            "spectrum.svg",
+        }
 
 
 class Gate:
@@ -266,36 +290,56 @@ class Gate:
         self.runner.shutdown()
 
 
-def test_live_progress_by_stage(page, iris):
+@pytest.mark.parametrize("streams", [4, 0], ids=["event-stream", "polling"])
+def test_live_progress_by_stage(page, iris, streams):
+    """Progress by stage from the job's event stream, or, where the service refuses
+    streams (SCA_MAX_EVENT_STREAMS=0, 503), from polling the job."""
     from playwright.sync_api import expect
 
-    app = create_app({"TESTING": True, "REDIS_URL": None})
+    app = create_app({"TESTING": True, "REDIS_URL": None, "SCA_MAX_EVENT_STREAMS": streams})
     backend = app.extensions["sca"]
     gate = backend.queue = Gate(backend.queue)
     with serve(app) as url:
-        job = Client(url).submit(data=iris[0].tolist(),
-                                 ensemble=[{"algorithm": "kmeans", "k": 3, "runs": 10}])
+        job = Client(url).submit(
+            data=iris[0].tolist(), ensemble=[{"algorithm": "kmeans", "k": 3, "runs": 10}]
+        )
+        reads = []  # GETs of the job document, and of its event stream
+        page.on(
+            "request",
+            lambda request: (
+                reads.append(request.url.rsplit("/", 1)[-1]) if request.method == "GET" else None
+            ),
+        )
         page.goto(url + job.accepted["links"]["view"])
         expect(page.locator("#status")).to_have_text("queued")
         expect(page.locator("#status-detail")).to_have_text("waiting for a worker")
 
-        backend.store.update_job(job.id, {"status": "running", "stage": "ensemble",
-                                          "runs_total": 10, "runs_done": 4})
+        def move(**fields):  # what a worker does: the record, then the event
+            backend.store.update_job(job.id, fields)
+            events.emit(backend.store, job.id, "progress")
+
+        move(status="running", stage="ensemble", runs_total=10, runs_done=4)
         ensemble = page.locator('#stages li[data-stage="ensemble"]')
         expect(ensemble).to_have_attribute("data-state", "running")
         expect(ensemble).to_contain_text("4/10 runs")
         expect(page.locator("#progress-text")).to_contain_text("10% done")
-        backend.store.update_job(job.id, {"stage": "spectral", "runs_done": 10})
+        move(stage="spectral", runs_done=10)
         spectral = page.locator('#stages li[data-stage="spectral"]')
         expect(spectral).to_have_attribute("data-state", "running")
         expect(page.locator('#stages li[data-stage="balancing"]')).to_have_attribute(
-            "data-state", "done")
+            "data-state", "done"
+        )
         ARTIFACTS.mkdir(parents=True, exist_ok=True)
         page.screenshot(path=str(ARTIFACTS / "job-page-running.png"), full_page=True)
 
         gate.release()
         expect(page.locator("#status")).to_have_text("succeeded")
         expect(page.locator("#k")).to_have_text("3")
+        if streams:  # one read before the stream, one for the result after its last event
+            assert reads.count("events") >= 1 and reads.count(job.id) == 2, reads
+        else:
+            assert page.locator("#status-detail").get_attribute("data-updates") == "polling"
+            assert reads.count(job.id) > 3, reads
         expect(ensemble).to_have_attribute("data-state", "done")
         expect(ensemble).to_contain_text("10/10 runs")
         _images_loaded(page)

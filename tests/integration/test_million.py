@@ -20,8 +20,12 @@ def test_a_million_elements_from_label_runs(api, celery_worker, store, redis_cli
     rng = np.random.default_rng(0)
     truth = planted_truth(N, [1, 1, 1], rng)
     labels = planted_runs(truth, RUNS, 0.1, rng)
-    response = requests.post(f"{api}/v1/jobs", files={"file": ("runs.npy", npy(labels))},
-                             data={"input": "labels"}, timeout=120)
+    response = requests.post(
+        f"{api}/v1/jobs",
+        files={"file": ("runs.npy", npy(labels))},
+        data={"input": "labels"},
+        timeout=120,
+    )
     assert response.status_code == 202, response.text
     job_id = response.json()["id"]
     job = wait_for(http_get(api), job_id, timeout=150, interval=0.05)

@@ -19,9 +19,11 @@ ROUNDS = 30
 
 def raw_job(seed: int) -> dict:
     X = np.random.default_rng(0).normal(size=(120, 3)) + np.repeat(np.eye(3) * 6, 40, axis=0)
-    return {"data": X.round(4).tolist(),
-            "ensemble": [{"algorithm": "kmeans", "k": 3, "runs": 4}],
-            "options": {"ensemble_seed": seed}}
+    return {
+        "data": X.round(4).tolist(),
+        "ensemble": [{"algorithm": "kmeans", "k": 3, "runs": 4}],
+        "options": {"ensemble_seed": seed},
+    }
 
 
 def consensus_job(seed: int) -> dict:
@@ -45,7 +47,7 @@ def http(api):
 
 @pytest.fixture
 def app():
-    from service import create_app
+    from sca_service import create_app
 
     app = create_app({"TESTING": True, "REDIS_URL": None})
     yield app
@@ -91,8 +93,7 @@ def test_deleting_a_job_while_its_twin_is_submitted_loses_nothing(service):
             body = consensus_job(seed)
             first = post(body)
             wait_for(get, first)
-            deleted, second = pool.map(lambda f: f(), [lambda: delete(first),
-                                                       lambda: post(body)])
+            deleted, second = pool.map(lambda f: f(), [lambda: delete(first), lambda: post(body)])
             assert deleted in (200, 204)
             job = wait_for(get, second, timeout=60)
             if job["status"] != "succeeded" or job["result"]["k"] != 2:

@@ -87,16 +87,25 @@ def test_full_redis_gives_503_and_workers_wait_for_room(small_redis, tmp_path):
         assert api.wait(finished)["status"] == "succeeded"
         ensemble = leukemia_job(api, runs=30, seed=21)  # running until Redis has room
         _wait_for_ensemble(api, ensemble, 30)
-        queued = [api.request("post", "/v1/jobs", json=dict(BASEBALL_BODY, options={"seed": s})
-                              ).json()["id"] for s in (1, 2)]
+        queued = [
+            api.request("post", "/v1/jobs", json=dict(BASEBALL_BODY, options={"seed": s})).json()[
+                "id"
+            ]
+            for s in (1, 2)
+        ]
         filler = Filler(client)
         filler.fill()
-        assert_store_full(api.request("post", "/v1/jobs",
-                                      json=dict(BASEBALL_BODY, options={"seed": 3})))
+        assert_store_full(
+            api.request("post", "/v1/jobs", json=dict(BASEBALL_BODY, options={"seed": 3}))
+        )
         assert_store_full(api.request("delete", f"/v1/jobs/{ensemble}"))  # cancelling writes
         # Reads need no room: they go on, past the rate limiter that cannot count them.
-        for path in (f"/v1/jobs/{finished}", f"/v1/jobs/{finished}/elements/Rose/similar",
-                     f"/v1/jobs/{finished}/plots/consensus.png", f"/v1/jobs/{ensemble}"):
+        for path in (
+            f"/v1/jobs/{finished}",
+            f"/v1/jobs/{finished}/elements/Rose/similar",
+            f"/v1/jobs/{finished}/plots/consensus.png",
+            f"/v1/jobs/{ensemble}",
+        ):
             assert api.get(path).status_code == 200, path
         # Deleting a finished job needs no room either, and makes some.
         assert api.request("delete", f"/v1/jobs/{finished}").status_code == 204
@@ -148,7 +157,8 @@ def test_a_task_taken_off_the_queue_of_a_full_redis_is_not_lost(small_redis, tmp
         filler.free()
         job = api.wait(job_id, timeout=120)
         assert job["status"] == "failed" and job["error"]["status"] == 503, job
-        assert job["error"]["type"].endswith("/store-full") and "maxmemory" in job["error"]["detail"]
+        assert job["error"]["type"].endswith("/store-full")
+        assert "maxmemory" in job["error"]["detail"]
         assert _alive(workers)
         logs = "".join((tmp_path / f"worker-{i}.log").read_text() for i in range(2))
         assert "Unrecoverable error" not in logs

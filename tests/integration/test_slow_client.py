@@ -28,9 +28,12 @@ def served(request, tmp_path):
     """``sca serve`` with an API key and four threads per process: its base URL and port."""
     env, args, hide = {"SCA_API_KEYS": KEY}, ("--threads", "4"), ()
     if request.param == "redis":
-        env.update(REDIS_URL=request.getfixturevalue("redis_url"),
-                   SCA_KEY_PREFIX=request.getfixturevalue("prefix"),
-                   SCA_CHUNK_BYTES=str(CHUNK_BYTES), SCA_JOB_TTL="600")
+        env.update(
+            REDIS_URL=request.getfixturevalue("redis_url"),
+            SCA_KEY_PREFIX=request.getfixturevalue("prefix"),
+            SCA_CHUNK_BYTES=str(CHUNK_BYTES),
+            SCA_JOB_TTL="600",
+        )
         request.getfixturevalue("celery_worker")
         args += ("--workers", "2")
     elif request.param == "embedded-one-process":
@@ -45,12 +48,15 @@ def served(request, tmp_path):
 
 def test_slow_clients_do_not_starve_the_service(served):
     base, port = served
-    with SlowClients(port, "headers", SLOW, headers=AUTH) as headers, \
-            SlowClients(port, "body", SLOW, headers=AUTH) as bodies:
+    with (
+        SlowClients(port, "headers", SLOW, headers=AUTH) as headers,
+        SlowClients(port, "body", SLOW, headers=AUTH) as bodies,
+    ):
         polled = latencies(port, "/healthz", duration=4, interval=0.02)
         for _ in range(3):
-            response = requests.post(f"{base}/v1/jobs", json={"consensus": BASEBALL_S},
-                                     headers=AUTH, timeout=10)
+            response = requests.post(
+                f"{base}/v1/jobs", json={"consensus": BASEBALL_S}, headers=AUTH, timeout=10
+            )
             assert response.status_code == 202 and response.elapsed.total_seconds() < 1
         assert headers.opened >= SLOW and bodies.opened >= SLOW
         assert headers.closed == bodies.closed == 0  # all held open throughout

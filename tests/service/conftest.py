@@ -13,7 +13,7 @@ import pytest
 import yaml
 from openapi_schema_validator import OAS31Validator
 
-from service import create_app
+from sca_service import create_app
 from tests.conftest import BASEBALL_BODY, ROOT, wait_for
 
 SPEC_PATH = ROOT / "openapi.yaml"
@@ -37,8 +37,10 @@ class ContractClient:
     def __init__(self, client, spec: dict):
         self.raw = client
         self.spec = spec
-        self.routes = [(re.compile("^" + re.sub(r"\{[^}]+\}", "[^/]+", path) + "$"), item)
-                       for path, item in spec["paths"].items()]
+        self.routes = [
+            (re.compile("^" + re.sub(r"\{[^}]+\}", "[^/]+", path) + "$"), item)
+            for path, item in spec["paths"].items()
+        ]
 
     def open(self, method: str, path: str, **kwargs):
         response = getattr(self.raw, method)(path, **kwargs)
@@ -66,8 +68,10 @@ class ContractClient:
         root = dict(schema, components=self.spec["components"])
         errors = sorted(OAS31Validator(root).iter_errors(instance), key=str)
         if errors:
-            raise ContractError(f"response does not match the spec: {errors[0].message} "
-                                f"at {list(errors[0].absolute_path)}")
+            raise ContractError(
+                f"response does not match the spec: {errors[0].message} "
+                f"at {list(errors[0].absolute_path)}"
+            )
 
     def check(self, method: str, path: str, response) -> None:
         path = path.split("?")[0]
@@ -77,13 +81,17 @@ class ContractClient:
             raise ContractError(f"{method.upper()} {path} is not in openapi.yaml")
         documented = operation["responses"].get(str(response.status_code))
         if documented is None:
-            raise ContractError(f"{method.upper()} {path}: status {response.status_code} "
-                                f"is not documented ({response.get_data(as_text=True)[:300]})")
+            raise ContractError(
+                f"{method.upper()} {path}: status {response.status_code} "
+                f"is not documented ({response.get_data(as_text=True)[:300]})"
+            )
         documented = self._resolve(documented)
         missing = [name for name in documented.get("headers", {}) if name not in response.headers]
         if missing:
-            raise ContractError(f"{method.upper()} {path}: status {response.status_code} lacks "
-                                f"the documented header(s) {', '.join(missing)}")
+            raise ContractError(
+                f"{method.upper()} {path}: status {response.status_code} lacks "
+                f"the documented header(s) {', '.join(missing)}"
+            )
         content = documented.get("content")
         if not content:
             if response.get_data():
@@ -177,8 +185,9 @@ def keyed_get(client, headers: dict | None = None):
 def finished_job(client, body: dict | None = None, headers: dict | None = None) -> str:
     """Submit ``body`` (the baseball example by default) with ``headers``, wait for the
     job and check that it succeeded; its id."""
-    response = client.post("/v1/jobs", json=BASEBALL_BODY if body is None else body,
-                           headers=headers or {})
+    response = client.post(
+        "/v1/jobs", json=BASEBALL_BODY if body is None else body, headers=headers or {}
+    )
     assert response.status_code == 202, response.get_data(as_text=True)
     job = wait_for(keyed_get(client, headers), response.get_json()["id"])
     assert job["status"] == "succeeded", job.get("error")

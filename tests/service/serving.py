@@ -64,23 +64,31 @@ def sca_serve(env: dict | None = None, args=(), log: Path | None = None, hide=()
     imported by it (as if they were not installed).
     """
     port = free_port()
-    environment = {k: v for k, v in os.environ.items()
-                   if k != "REDIS_URL" and not k.startswith("SCA_API_KEY")}
+    environment = {
+        k: v for k, v in os.environ.items() if k != "REDIS_URL" and not k.startswith("SCA_API_KEY")
+    }
     environment.update(PYTHONPATH=str(ROOT), **(env or {}))
     output = open(log, "w+b") if log is not None else tempfile.TemporaryFile()
-    main = (f"import sys; sys.modules.update(dict.fromkeys({list(hide)!r})); "
-            "from service.cli import main; sys.exit(main())")
+    main = (
+        f"import sys; sys.modules.update(dict.fromkeys({list(hide)!r})); "
+        "from sca_service.cli import main; sys.exit(main())"
+    )
     process = subprocess.Popen(
-        [sys.executable, "-c", main, "serve", "--host", "127.0.0.1", "--port", str(port),
-         *args], cwd=ROOT, env=environment, stdout=output, stderr=subprocess.STDOUT)
+        [sys.executable, "-c", main, "serve", "--host", "127.0.0.1", "--port", str(port), *args],
+        cwd=ROOT,
+        env=environment,
+        stdout=output,
+        stderr=subprocess.STDOUT,
+    )
     url = f"http://127.0.0.1:{port}"
     try:
         try:
             wait_until_up(url, process)
         except RuntimeError as exc:
             output.seek(0)
-            raise RuntimeError(f"{exc}; its log:\n{output.read().decode(errors='replace')}"
-                               ) from None
+            raise RuntimeError(
+                f"{exc}; its log:\n{output.read().decode(errors='replace')}"
+            ) from None
         yield url
     finally:
         stop_process(process, 15)

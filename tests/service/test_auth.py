@@ -7,23 +7,32 @@ import logging
 
 import pytest
 
-import service.auth
+import sca_service.auth
 from tests.conftest import BASEBALL_S, wait_for
-from tests.service.conftest import A, B, KEY_A, KEY_B, finished_job, keyed_get, problem
+from tests.service.conftest import KEY_A, KEY_B, A, B, finished_job, keyed_get, problem
 
 BODY = {"consensus": BASEBALL_S}
 
-V1 = [("get", "/v1/jobs/x", {}), ("delete", "/v1/jobs/x", {}),
-      ("post", "/v1/jobs", {"json": BODY}),
-      ("post", "/v1/jobs/x/custom-clusters", {"json": {"element": 0}}),
-      ("get", "/v1/jobs/x/elements/0/similar", {})]
+V1 = [
+    ("get", "/v1/jobs/x", {}),
+    ("delete", "/v1/jobs/x", {}),
+    ("post", "/v1/jobs", {"json": BODY}),
+    ("post", "/v1/jobs/x/custom-clusters", {"json": {"element": 0}}),
+    ("get", "/v1/jobs/x/elements/0/similar", {}),
+]
 
 
-@pytest.mark.parametrize("headers", [{}, {"Authorization": "Bearer"},
-                                     {"Authorization": "Bearer wrong-key"},
-                                     {"Authorization": f"Basic {KEY_A}"},
-                                     {"Authorization": KEY_A},
-                                     {"Authorization": f"Bearer {KEY_A}x"}])
+@pytest.mark.parametrize(
+    "headers",
+    [
+        {},
+        {"Authorization": "Bearer"},
+        {"Authorization": "Bearer wrong-key"},
+        {"Authorization": f"Basic {KEY_A}"},
+        {"Authorization": KEY_A},
+        {"Authorization": f"Bearer {KEY_A}x"},
+    ],
+)
 def test_every_v1_route_needs_a_valid_key(keyed, headers):
     for method, path, kwargs in V1:
         response = keyed.open(method, path, headers=headers, **kwargs)
@@ -42,10 +51,12 @@ def test_health_and_spec_stay_open(keyed):
 def test_jobs_belong_to_their_key(keyed):
     job_id = finished_job(keyed, BODY, A)
     base = f"/v1/jobs/{job_id}"
-    for method, path, kwargs in [("get", base, {}),
-                                 ("post", f"{base}/custom-clusters", {"json": {"element": 0}}),
-                                 ("get", f"{base}/elements/0/similar", {}),
-                                 ("delete", base, {})]:
+    for method, path, kwargs in [
+        ("get", base, {}),
+        ("post", f"{base}/custom-clusters", {"json": {"element": 0}}),
+        ("get", f"{base}/elements/0/similar", {}),
+        ("delete", base, {}),
+    ]:
         body = problem(keyed.open(method, path, headers=B, **kwargs), 404, "id")
         assert "result" not in body and "clusters" not in json.dumps(body)
     # The other key's identical request is not answered from the first key's cache.
@@ -64,19 +75,20 @@ def test_keys_file_and_variable_together(make_client, tmp_path):
     client = make_client(SCA_API_KEYS=KEY_A, SCA_API_KEYS_FILE=str(path))
     for headers in (A, B):
         assert client.get("/v1/jobs/x", headers=headers).status_code == 404
-    assert client.get("/v1/jobs/x", headers={"Authorization": "Bearer # team keys"}
-                      ).status_code == 401
+    assert (
+        client.get("/v1/jobs/x", headers={"Authorization": "Bearer # team keys"}).status_code == 401
+    )
 
 
 def test_keys_are_compared_in_constant_time(keyed, monkeypatch):
     calls = []
-    real = service.auth.hmac.compare_digest
+    real = sca_service.auth.hmac.compare_digest
 
     def counting(a, b):
         calls.append((len(a), len(b)))
         return real(a, b)
 
-    monkeypatch.setattr(service.auth.hmac, "compare_digest", counting)
+    monkeypatch.setattr(sca_service.auth.hmac, "compare_digest", counting)
     for headers in (A, B, {"Authorization": "Bearer a"}, {"Authorization": "Bearer " + "z" * 999}):
         calls.clear()
         keyed.get("/v1/jobs/x", headers=headers)
@@ -106,17 +118,21 @@ def test_rate_limit_is_per_key(make_client):
 
 
 def test_active_jobs_limit_is_per_key(make_client, idle_queue):
-    client = make_client(SCA_API_KEYS=f"{KEY_A},{KEY_B}", SCA_MAX_ACTIVE_JOBS=2,
-                         SCA_QUEUE=idle_queue)
-    first, _ = (client.post("/v1/jobs", json=dict(BODY, options={"seed": s}), headers=A)
-                .get_json()["id"] for s in (1, 2))
+    client = make_client(
+        SCA_API_KEYS=f"{KEY_A},{KEY_B}", SCA_MAX_ACTIVE_JOBS=2, SCA_QUEUE=idle_queue
+    )
+    first, _ = (
+        client.post("/v1/jobs", json=dict(BODY, options={"seed": s}), headers=A).get_json()["id"]
+        for s in (1, 2)
+    )
     third = client.post("/v1/jobs", json=dict(BODY, options={"seed": 3}), headers=A)
     body = problem(third, 429, "jobs")
     assert third.headers["Retry-After"] == "5" and "2 jobs" in body["detail"]
     assert client.post("/v1/jobs", json=BODY, headers=B).status_code == 202
     assert client.delete(f"/v1/jobs/{first}", headers=A).status_code == 200  # cancelled
-    assert client.post("/v1/jobs", json=dict(BODY, options={"seed": 3}), headers=A
-                       ).status_code == 202
+    assert (
+        client.post("/v1/jobs", json=dict(BODY, options={"seed": 3}), headers=A).status_code == 202
+    )
 
 
 def test_anonymous_embedded_default_says_so(make_client, caplog):

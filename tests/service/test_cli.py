@@ -10,8 +10,8 @@ import sys
 import pytest
 import requests
 
-from service import cli
-from service.config import from_env
+from sca_service import cli
+from sca_service.config import from_env
 from tests.conftest import BASEBALL_BODY, BASEBALL_CSV, BASEBALL_TEAMS, ROOT, http_get, wait_for
 from tests.service.serving import sca_serve
 
@@ -40,29 +40,41 @@ def test_sca_serve_embedded_default_end_to_end():
         response = requests.post(f"{base}/v1/jobs", json=BASEBALL_BODY, timeout=5)
         assert response.status_code == 202
         location = response.headers["Location"]
-        job = wait_for(http_get(base, timeout=5), location.rsplit("/", 1)[1], timeout=20,
-                       interval=0.05)
+        job = wait_for(
+            http_get(base, timeout=5), location.rsplit("/", 1)[1], timeout=20, interval=0.05
+        )
         assert job["status"] == "succeeded", job.get("error")
         assert sorted(map(sorted, job["result"]["clusters"])) == BASEBALL_TEAMS
-        custom = requests.post(f"{base}{location}/custom-clusters",
-                               json={"element": "Fisk", "min_size": 2, "max_size": 3}, timeout=5)
+        custom = requests.post(
+            f"{base}{location}/custom-clusters",
+            json={"element": "Fisk", "min_size": 2, "max_size": 3},
+            timeout=5,
+        )
         assert sorted(custom.json()["cluster"]) == BASEBALL_TEAMS[0]
 
 
 def test_serve_refuses_a_bad_setting_in_one_line():
-    done = subprocess.run([sys.executable, "-m", "service.cli", "serve", "--port", "1"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=60,
-                          env={**os.environ, "SCA_RATE_LIMIT": "1.5"})
+    done = subprocess.run(
+        [sys.executable, "-m", "sca_service.cli", "serve", "--port", "1"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "SCA_RATE_LIMIT": "1.5"},
+    )
     assert done.returncode == 2
     assert done.stderr == "sca serve: SCA_RATE_LIMIT must be a whole number, not '1.5'\n"
 
 
-@pytest.mark.parametrize("env, named", [
-    ({"SCA_ALLOW_ANONYMOUS": "sure"}, "SCA_ALLOW_ANONYMOUS must be true or false"),
-    ({"SCA_TASK_TIME_LIMIT": "5000"}, "SCA_VISIBILITY_TIMEOUT"),
-    ({"REDIS_URL": "redis://127.0.0.1:1/0"}, "no API keys"),
-    ({"REDIS_URL": "redis://127.0.0.1:1/0", "SCA_ALLOW_ANONYMOUS": "false"}, "no API keys"),
-])
+@pytest.mark.parametrize(
+    "env, named",
+    [
+        ({"SCA_ALLOW_ANONYMOUS": "sure"}, "SCA_ALLOW_ANONYMOUS must be true or false"),
+        ({"SCA_TASK_TIME_LIMIT": "5000"}, "SCA_VISIBILITY_TIMEOUT"),
+        ({"REDIS_URL": "redis://127.0.0.1:1/0"}, "no API keys"),
+        ({"REDIS_URL": "redis://127.0.0.1:1/0", "SCA_ALLOW_ANONYMOUS": "false"}, "no API keys"),
+    ],
+)
 def test_serve_names_what_stops_it(monkeypatch, capsys, env, named):
     for name in [*os.environ]:
         if name.startswith("SCA_") or name == "REDIS_URL":
@@ -72,6 +84,12 @@ def test_serve_names_what_stops_it(monkeypatch, capsys, env, named):
     assert cli.main(["serve", "--port", "1"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("sca serve: ") and named in err, err
+
+
+def test_serve_reads_its_address_through_the_typed_loader(monkeypatch, capsys):
+    monkeypatch.setenv("SCA_PORT", "eighty")
+    assert cli.main(["serve"]) == 2
+    assert capsys.readouterr().err == "sca serve: SCA_PORT must be a whole number, not 'eighty'\n"
 
 
 def test_a_flag_spelled_as_a_word_lets_redis_mode_run_open():

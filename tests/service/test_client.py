@@ -9,9 +9,16 @@ import numpy as np
 import pytest
 
 from sca import client as c
-from service import create_app
-from tests.conftest import (BASEBALL_CSV, BASEBALL_IDS, BASEBALL_S, BASEBALL_TEAMS, Terminal,
-                            baseball_paper_ranking, free_port)
+from sca_service import create_app
+from tests.conftest import (
+    BASEBALL_CSV,
+    BASEBALL_IDS,
+    BASEBALL_S,
+    BASEBALL_TEAMS,
+    Terminal,
+    baseball_paper_ranking,
+    free_port,
+)
 from tests.service.conftest import IdleQueue
 from tests.service.serving import serve
 
@@ -122,21 +129,40 @@ def test_api_key_is_sent_as_a_bearer_token():
 
 
 def test_sca_submit_prints_the_finished_job(url, tmp_path, capsys):
-    from service.cli import main
+    from sca_service.cli import main
 
-    assert main(["submit", "--url", url, "--consensus", str(BASEBALL_CSV), "--starts", "2",
-                 "--plots", str(tmp_path / "plots")]) == 0
+    assert (
+        main(
+            [
+                "submit",
+                "--url",
+                url,
+                "--consensus",
+                str(BASEBALL_CSV),
+                "--starts",
+                "2",
+                "--plots",
+                str(tmp_path / "plots"),
+            ]
+        )
+        == 0
+    )
     captured = capsys.readouterr()
     job = json.loads(captured.out)
     assert job["status"] == "succeeded"
     assert sorted(map(sorted, job["result"]["clusters"])) == BASEBALL_TEAMS
     assert sorted(p.name for p in (tmp_path / "plots").iterdir()) == [
-        "consensus.png", "histogram.png", "membership.png", "spectrum.png", "trace.png"]
+        "consensus.png",
+        "histogram.png",
+        "membership.png",
+        "spectrum.png",
+        "trace.png",
+    ]
     assert "\r" not in captured.err  # no bar: standard error is not a terminal here
 
 
 def test_sca_submit_reports_service_errors(url, tmp_path, capsys):
-    from service.cli import main
+    from sca_service.cli import main
 
     bad = tmp_path / "S.csv"
     bad.write_text("1,2\n3,1\n")
@@ -144,6 +170,10 @@ def test_sca_submit_reports_service_errors(url, tmp_path, capsys):
     err = capsys.readouterr().err
     assert "422" in err and "consensus" in err
 
-    assert main(["submit", "--url", f"http://127.0.0.1:{free_port()}", "--consensus",
-                 str(BASEBALL_CSV)]) == 3
+    assert (
+        main(
+            ["submit", "--url", f"http://127.0.0.1:{free_port()}", "--consensus", str(BASEBALL_CSV)]
+        )
+        == 3
+    )
     assert "cannot reach" in capsys.readouterr().err

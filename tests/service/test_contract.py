@@ -13,10 +13,11 @@ import pytest
 import redis
 from openapi_spec_validator import validate
 
+from sca_worker.stages import artifact_keys
+from sca_worker.store import RedisStore
 from tests.conftest import BASEBALL_BODY, BASEBALL_S, DATA, free_port, wait_for
+from tests.service.async_api import hit_async_api
 from tests.service.conftest import ContractError, finished_job
-from worker.stages import artifact_keys
-from worker.store import RedisStore
 
 
 def test_spec_is_valid_openapi_31(spec):
@@ -33,11 +34,19 @@ def test_spec_is_served(client, spec):
 
 
 def test_documented_routes_match_the_app(app, spec):
-    rules = {(rule.rule, method.lower()) for rule in app.url_map.iter_rules()
-             for method in rule.methods - {"HEAD", "OPTIONS"} if rule.endpoint != "static"}
+    rules = {
+        (rule.rule, method.lower())
+        for rule in app.url_map.iter_rules()
+        for method in rule.methods - {"HEAD", "OPTIONS"}
+        if rule.endpoint != "static"
+    }
     flask_paths = {(re.sub(r"<[^>]+>", "{}", path), method) for path, method in rules}
-    documented = {(re.sub(r"\{[^}]+\}", "{}", path), method) for path, item in spec["paths"].items()
-                  for method in item if method in ("get", "post", "delete", "put", "patch")}
+    documented = {
+        (re.sub(r"\{[^}]+\}", "{}", path), method)
+        for path, item in spec["paths"].items()
+        for method in item
+        if method in ("get", "post", "delete", "put", "patch")
+    }
     assert documented == flask_paths
 
 
@@ -70,6 +79,12 @@ def test_every_documented_status(client, idle_client, make_client, spec):
     hit(client, "post", f"{base}/custom-clusters", 415, data="x", content_type="text/plain")
     hit(client, "post", f"{base}/custom-clusters", 422, json={"element": 0, "min_size": 0})
     hit(client, "get", f"{base}/elements/Ott/similar", 200)
+    new = {"elements": [{"consensus": BASEBALL_S[0]}]}
+    hit(client, "post", f"{base}/queries", 200, json=new)
+    hit(client, "post", f"{base}/queries", 400, data="{", content_type="application/json")
+    hit(client, "post", "/v1/jobs/nope/queries", 404, json=new)
+    hit(client, "post", f"{base}/queries", 415, data="x", content_type="text/plain")
+    hit(client, "post", f"{base}/queries", 422, json={"elements": [{"consensus": [1]}]})
     hit(client, "get", f"{base}/elements/Nobody/similar", 404)
     hit(client, "get", f"{base}/elements/Ott/similar?limit=0", 422)
     hit(client, "get", f"{base}/plots/spectrum.png", 200)
@@ -77,11 +92,24 @@ def test_every_documented_status(client, idle_client, make_client, spec):
     hit(client, "get", f"{base}/plots/nope.png", 404)
     hit(client, "get", "/v1/jobs/nope/plots/spectrum.png", 404)
     hit(client, "get", f"{base}/plots/custom.png", 422)
+    hit(client, "get", f"{base}/events", 200)
+    hit(client, "get", f"{base}/events", 422, headers={"Last-Event-ID": "yesterday"})
+    hit(client, "get", "/v1/jobs/nope/events", 404)
+    busy = make_client(SCA_MAX_EVENT_STREAMS=0)
+    busy_job = busy.post("/v1/jobs", json=body).get_json()["id"]
+    assert hit(busy, "get", f"/v1/jobs/{busy_job}/events", 503).headers["Retry-After"]
     hit(client, "get", f"{base}/view", 200)
     hit(client, "get", "/v1/jobs/nope/view", 200)  # a static shell, the same for any id
     queued = hit(idle_client, "post", "/v1/jobs", 202, json=body).get_json()["id"]
     hit(idle_client, "post", f"/v1/jobs/{queued}/custom-clusters", 409, json={"element": 0})
     hit(idle_client, "get", f"/v1/jobs/{queued}/elements/0/similar", 409)
+    hit(
+        idle_client,
+        "post",
+        f"/v1/jobs/{queued}/queries",
+        409,
+        json={"elements": [{"consensus": BASEBALL_S[0]}]},
+    )
     hit(idle_client, "get", f"/v1/jobs/{queued}/plots/spectrum.png", 409)
     hit(idle_client, "delete", f"/v1/jobs/{queued}", 200)
     hit(client, "delete", base, 204)
@@ -91,15 +119,29 @@ def test_every_documented_status(client, idle_client, make_client, spec):
     gone = _finished_job(make_client, body)
     hit(gone.client, "post", f"/v1/jobs/{gone.id}/custom-clusters", 410, json={"element": 0})
     hit(gone.client, "get", f"/v1/jobs/{gone.id}/elements/0/similar", 410)
+    hit(
+        gone.client,
+        "post",
+        f"/v1/jobs/{gone.id}/queries",
+        410,
+        json={"elements": [{"consensus": BASEBALL_S[0]}]},
+    )
     hit(gone.client, "get", f"/v1/jobs/{gone.id}/plots/trace.png", 410)
 
     # 503: Redis unreachable.
     down = make_client(SCA_STORE=_DeadStore(), SCA_QUEUE=_DeadQueue())
-    for method, path, kwargs in (("get", "/readyz", {}), ("post", "/v1/jobs", {"json": body}),
-                                 ("get", "/v1/jobs/x", {}), ("delete", "/v1/jobs/x", {}),
-                                 ("post", "/v1/jobs/x/custom-clusters", {"json": {"element": 0}}),
-                                 ("get", "/v1/jobs/x/elements/0/similar", {}),
-                                 ("get", "/v1/jobs/x/plots/spectrum.png", {})):
+    for method, path, kwargs in (
+        ("get", "/readyz", {}),
+        ("post", "/v1/jobs", {"json": body}),
+        ("get", "/v1/jobs", {}),
+        ("get", "/v1/jobs/x", {}),
+        ("delete", "/v1/jobs/x", {}),
+        ("post", "/v1/jobs/x/custom-clusters", {"json": {"element": 0}}),
+        ("post", "/v1/jobs/x/queries", {"json": {"elements": [{"labels": [0]}]}}),
+        ("get", "/v1/jobs/x/elements/0/similar", {}),
+        ("get", "/v1/jobs/x/plots/spectrum.png", {}),
+        ("get", "/v1/jobs/x/events", {}),
+    ):
         response = hit(down, method, path, 503, **kwargs)
         assert response.headers["Retry-After"]
     # The page's shell touches no job and counts against no limit: Redis down, it still loads.
@@ -112,37 +154,54 @@ def test_every_documented_status(client, idle_client, make_client, spec):
         response = hit(keyed, method, path, 401, **kwargs)
         assert response.headers["WWW-Authenticate"].startswith("Bearer")
         auth = {"Authorization": "Bearer key-1"}
-        statuses = [keyed.open(method, path, headers=auth, **kwargs).status_code
-                    for _ in range(4)]  # at most one second boundary in between
+        statuses = [
+            keyed.open(method, path, headers=auth, **kwargs).status_code for _ in range(4)
+        ]  # at most one second boundary in between
         assert 429 in statuses, statuses
         template = next(p for p in spec["paths"] if _matches(p, path))
         seen.add((template, method, "429"))
     # The page's shell needs no key and is no API call: no request-rate limit.
     assert {keyed.get("/v1/jobs/x/view").status_code for _ in range(4)} == {200}
 
-    documented = {(path, method, status) for path, item in spec["paths"].items()
-                  for method, op in item.items() if method in ("get", "post", "delete")
-                  for status in op["responses"]}
+    hit_async_api(hit, client, make_client)  # idempotency keys, 304, job lists, /metrics
+
+    documented = {
+        (path, method, status)
+        for path, item in spec["paths"].items()
+        for method, op in item.items()
+        if method in ("get", "post", "delete")
+        for status in op["responses"]
+    }
     assert documented - seen == set()
 
 
-V1_CALLS = (("post", "/v1/jobs", {"json": {"consensus": BASEBALL_S}}),
-            ("get", "/v1/jobs/x", {}), ("delete", "/v1/jobs/x", {}),
-            ("post", "/v1/jobs/x/custom-clusters", {"json": {"element": 0}}),
-            ("get", "/v1/jobs/x/elements/0/similar", {}),
-            ("get", "/v1/jobs/x/plots/spectrum.png", {}))
+V1_CALLS = (
+    ("post", "/v1/jobs", {"json": {"consensus": BASEBALL_S}}),
+    ("get", "/v1/jobs", {}),
+    ("get", "/v1/jobs/x", {}),
+    ("delete", "/v1/jobs/x", {}),
+    ("post", "/v1/jobs/x/custom-clusters", {"json": {"element": 0}}),
+    ("post", "/v1/jobs/x/queries", {"json": {"elements": [{"labels": [0]}]}}),
+    ("get", "/v1/jobs/x/elements/0/similar", {}),
+    ("get", "/v1/jobs/x/plots/spectrum.png", {}),
+    ("get", "/v1/jobs/x/events", {}),
+)
 
 
 def test_raw_data_queries_conform(client):
     raw = (DATA / "iris" / "X.csv").read_bytes()
-    form = {"file": (io.BytesIO(raw), "X.csv"), "input": "data", "snn": '{"kappa": 10}',
-            "options": '{"k": 3, "trace": true, "starts": 2}'}
-    job_id = client.post("/v1/jobs", data=form, content_type="multipart/form-data"
-                         ).get_json()["id"]
+    form = {
+        "file": (io.BytesIO(raw), "X.csv"),
+        "input": "data",
+        "snn": '{"kappa": 10}',
+        "options": '{"k": 3, "trace": true, "starts": 2}',
+    }
+    job_id = client.post("/v1/jobs", data=form, content_type="multipart/form-data").get_json()["id"]
     assert wait_for(client.get, job_id)["status"] == "succeeded"
     for method in ("sca", "euclidean", "cosine"):
-        assert client.get(f"/v1/jobs/{job_id}/elements/3/similar?method={method}"
-                          ).status_code == 200
+        assert (
+            client.get(f"/v1/jobs/{job_id}/elements/3/similar?method={method}").status_code == 200
+        )
 
 
 def test_the_checker_catches_a_wrong_response(client):
@@ -165,8 +224,13 @@ def test_the_checker_catches_a_wrong_response(client):
         mimetype = "application/problem+json"
 
         def get_json(self):
-            return {"type": "about:blank", "title": "Unauthorized", "status": 401,
-                    "detail": "no key", "errors": {"Authorization": ["missing"]}}
+            return {
+                "type": "about:blank",
+                "title": "Unauthorized",
+                "status": 401,
+                "detail": "no key",
+                "errors": {"Authorization": ["missing"]},
+            }
 
     with pytest.raises(ContractError, match="WWW-Authenticate"):
         client.check("get", "/v1/jobs/x", Unauthorised())
@@ -195,6 +259,7 @@ class _DeadStore:
     def __getattr__(self, name):
         def fail(*args, **kwargs):
             raise redis.exceptions.ConnectionError("Connection refused")
+
         return fail
 
 

@@ -12,22 +12,23 @@ import numpy as np
 import pytest
 from werkzeug.exceptions import default_exceptions
 
-from service import create_app
+from sca_service import create_app
 from tests.conftest import BASEBALL_S, npy, wait_for
 from tests.service.conftest import bounded, problem
 from tests.service.serving import serve
 
 
 def test_unreadable_json_is_400(client):
-    problem(client.post("/v1/jobs", data="{not json", content_type="application/json"), 400,
-            "body")
+    problem(client.post("/v1/jobs", data="{not json", content_type="application/json"), 400, "body")
 
 
 def test_unreadable_json_part_is_400(client):
-    form = {"file": (io.BytesIO(b"1,0\n0,1\n"), "S.csv"), "input": "consensus",
-            "options": "{broken"}
-    problem(client.post("/v1/jobs", data=form, content_type="multipart/form-data"), 400,
-            "options")
+    form = {
+        "file": (io.BytesIO(b"1,0\n0,1\n"), "S.csv"),
+        "input": "consensus",
+        "options": "{broken",
+    }
+    problem(client.post("/v1/jobs", data=form, content_type="multipart/form-data"), 400, "options")
 
 
 def test_wrong_media_type_is_415(client):
@@ -45,22 +46,29 @@ def test_body_over_the_limit_is_413(make_client):
     assert body["title"]
 
 
-@pytest.mark.parametrize("config,body,field", [
-    ({"SCA_MAX_N": 5}, {"consensus": BASEBALL_S}, "consensus"),
-    ({"SCA_MAX_DENSE_N": 5}, {"consensus": BASEBALL_S}, "consensus"),
-    ({"SCA_MAX_M": 1}, {"data": [[1, 2]] * 4, "snn": {"kappa": 1}}, "data"),
-    ({"SCA_MAX_RUNS": 3}, {"data": [[1, 2]] * 4,
-                           "ensemble": [{"algorithm": "kmeans", "k": [2, 3], "runs": 2}]},
-     "ensemble"),
-    ({"SCA_MAX_RUNS": 1}, {"labels": [[0, 0], [0, 1], [1, 1]]}, "labels"),
-])
+@pytest.mark.parametrize(
+    "config,body,field",
+    [
+        ({"SCA_MAX_N": 5}, {"consensus": BASEBALL_S}, "consensus"),
+        ({"SCA_MAX_DENSE_N": 5}, {"consensus": BASEBALL_S}, "consensus"),
+        ({"SCA_MAX_M": 1}, {"data": [[1, 2]] * 4, "snn": {"kappa": 1}}, "data"),
+        (
+            {"SCA_MAX_RUNS": 3},
+            {"data": [[1, 2]] * 4, "ensemble": [{"algorithm": "kmeans", "k": [2, 3], "runs": 2}]},
+            "ensemble",
+        ),
+        ({"SCA_MAX_RUNS": 1}, {"labels": [[0, 0], [0, 1], [1, 1]]}, "labels"),
+    ],
+)
 def test_size_limits_are_413(make_client, config, body, field):
     problem(make_client(**config).post("/v1/jobs", json=body), 413, field)
 
 
 def test_ensemble_runs_are_counted_before_the_ensemble_is_expanded(client):
-    body = {"data": [[1.0], [2.0]], "ensemble": [{"algorithm": "kmeans", "k": [1, 2],
-                                                  "runs": 5_000_000}]}
+    body = {
+        "data": [[1.0], [2.0]],
+        "ensemble": [{"algorithm": "kmeans", "k": [1, 2], "runs": 5_000_000}],
+    }
     with bounded(megabytes=4):
         response = client.post("/v1/jobs", json=body)
     assert problem(response, 413, "ensemble")["detail"] == "at most 1000 runs (got 10000000)"
@@ -74,8 +82,10 @@ def _post_chunked(url: str, chunks: int, size: int = 1 << 16):
     sent = 0
     with socket.create_connection((host, int(port)), timeout=5) as connection:
         connection.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 1 << 16)
-        connection.sendall(b"POST /v1/jobs HTTP/1.1\r\nHost: test\r\nContent-Type: "
-                           b"application/json\r\nTransfer-Encoding: chunked\r\n\r\n")
+        connection.sendall(
+            b"POST /v1/jobs HTTP/1.1\r\nHost: test\r\nContent-Type: "
+            b"application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
+        )
         try:
             while sent < chunks * size and not select.select([connection], [], [], 0)[0]:
                 connection.sendall(piece)
@@ -99,17 +109,17 @@ def test_a_chunked_body_is_refused_as_soon_as_it_passes_the_limit():
 
 NAN_BODY = ('{"consensus": [[1, NaN], [NaN, 1]]}', "consensus")
 INVALID = [
-    ({"consensus": [[1, 2, 3], [2, 1, 3]]}, "consensus"),                      # not square
-    ({"consensus": [[1, 2], [3, 1]]}, "consensus"),                            # asymmetric
-    ({"consensus": [[1, -2], [-2, 1]]}, "consensus"),                          # negative
-    ({"consensus": [[0, 1], [1, 0]]}, "consensus"),                            # zero diagonal
-    ({"consensus": [[1]]}, "consensus"),                                       # 1 x 1
-    ({"consensus": []}, "consensus"),                                          # empty
-    ({"consensus": [[1, 2], [2]]}, "consensus"),                               # ragged
-    ({"consensus": [["a", "b"], ["c", "d"]]}, "consensus"),                    # text
+    ({"consensus": [[1, 2, 3], [2, 1, 3]]}, "consensus"),  # not square
+    ({"consensus": [[1, 2], [3, 1]]}, "consensus"),  # asymmetric
+    ({"consensus": [[1, -2], [-2, 1]]}, "consensus"),  # negative
+    ({"consensus": [[0, 1], [1, 0]]}, "consensus"),  # zero diagonal
+    ({"consensus": [[1]]}, "consensus"),  # 1 x 1
+    ({"consensus": []}, "consensus"),  # empty
+    ({"consensus": [[1, 2], [2]]}, "consensus"),  # ragged
+    ({"consensus": [["a", "b"], ["c", "d"]]}, "consensus"),  # text
     ({"consensus": {"n": 2, "rows": [0, 5], "cols": [0, 1], "values": [1, 1]}}, "consensus.rows"),
     ({"consensus": {"n": 2, "rows": [0], "cols": [0]}}, "consensus.values"),
-    ({"consensus": BASEBALL_S, "options": {"k": 7}}, "options.k"),             # k > n
+    ({"consensus": BASEBALL_S, "options": {"k": 7}}, "options.k"),  # k > n
     ({"consensus": BASEBALL_S, "options": {"k": 0}}, "options.k"),
     ({"consensus": BASEBALL_S, "options": {"k_hat": 9}}, "options.k_hat"),
     # the gap rule reads λ_j - λ_{j+1} for j >= 2: k_hat = 2 is refused at submission
@@ -117,32 +127,44 @@ INVALID = [
     ({"consensus": BASEBALL_S, "options": {"split": "spectral"}}, "options.split"),
     ({"consensus": BASEBALL_S, "options": {"starts": "two"}}, "options.starts"),
     ({"consensus": BASEBALL_S, "options": {"colour": 1}}, "options.colour"),  # unknown option
-    ({"consensus": BASEBALL_S, "extra": 1}, "extra"),                          # unknown field
+    ({"consensus": BASEBALL_S, "extra": 1}, "extra"),  # unknown field
     ({"consensus": BASEBALL_S, "ids": ["a", "a", "b", "c", "d", "e"]}, "ids"),  # repeated ids
     ({"consensus": BASEBALL_S, "ids": ["a", "b"]}, "ids"),
-    ({"consensus": BASEBALL_S, "labels": [[0], [1]]}, "input"),                # two inputs
-    ({}, "input"),                                                             # no input
-    ({"data": [[1, 2], [3, 4]]}, "ensemble"),                                  # neither
+    ({"consensus": BASEBALL_S, "labels": [[0], [1]]}, "input"),  # two inputs
+    ({}, "input"),  # no input
+    ({"data": [[1, 2], [3, 4]]}, "ensemble"),  # neither
     ({"consensus": BASEBALL_S, "snn": {"kappa": 2}}, "snn"),
-    ({"data": [[-1.0, 2], [3, 4], [5, 6]],
-      "ensemble": [{"algorithm": "nmf", "k": 2, "runs": 1}]}, "data"),      # NMF, negative data
-    ({"data": [[1, 2], [3, 4]], "ensemble": [{"algorithm": "kmeans", "k": 5, "runs": 1}]},
-     "ensemble"),                                                              # k > n
-    ({"data": [[1, 2], [3, 4]], "ensemble": [{"algorithm": "pca", "k": 2, "runs": 1}]},
-     "ensemble[0].algorithm"),
-    ({"data": [[1, 2], [3, 4]], "ensemble": [{"algorithm": "kmeans", "k": [], "runs": 1}]},
-     "ensemble[0].k"),
+    (
+        {
+            "data": [[-1.0, 2], [3, 4], [5, 6]],
+            "ensemble": [{"algorithm": "nmf", "k": 2, "runs": 1}],
+        },
+        "data",
+    ),  # NMF, negative data
+    (
+        {"data": [[1, 2], [3, 4]], "ensemble": [{"algorithm": "kmeans", "k": 5, "runs": 1}]},
+        "ensemble",
+    ),  # k > n
+    (
+        {"data": [[1, 2], [3, 4]], "ensemble": [{"algorithm": "pca", "k": 2, "runs": 1}]},
+        "ensemble[0].algorithm",
+    ),
+    (
+        {"data": [[1, 2], [3, 4]], "ensemble": [{"algorithm": "kmeans", "k": [], "runs": 1}]},
+        "ensemble[0].k",
+    ),
     ({"data": [[1, 2], [3, 4]], "snn": {"kappa": 2}}, "snn.kappa"),
     ({"data": [[1, 2], [3, float("inf")]], "snn": {"kappa": 1}}, "data"),
-    ({"labels": [[0], [-1]]}, "labels"),                                       # element in no run
+    ({"labels": [[0], [-1]]}, "labels"),  # element in no run
     ({"labels": [[0.5], [1]]}, "labels"),
 ]
 
 
 @pytest.mark.parametrize("body,field", INVALID)
 def test_invalid_values_are_422(client, body, field):
-    problem(client.post("/v1/jobs", data=json.dumps(body), content_type="application/json"),
-            422, field)
+    problem(
+        client.post("/v1/jobs", data=json.dumps(body), content_type="application/json"), 422, field
+    )
 
 
 def test_nan_in_json_is_422(client):
@@ -171,18 +193,23 @@ def test_corrupt_npy_and_npz_are_422(client):
 
 
 def test_nan_in_npy_is_422(client):
-    problem(_upload(client, "S.npy", npy(np.array([[1.0, np.nan], [np.nan, 1.0]]))), 422,
-            "consensus")
+    problem(
+        _upload(client, "S.npy", npy(np.array([[1.0, np.nan], [np.nan, 1.0]]))), 422, "consensus"
+    )
 
 
 def test_text_in_csv_is_422(client):
-    problem(_upload(client, "X.csv", b"a,b\n1,2\n3,oops\n", "data", snn='{"kappa": 1}'),
-            422, "file")
+    problem(
+        _upload(client, "X.csv", b"a,b\n1,2\n3,oops\n", "data", snn='{"kappa": 1}'), 422, "file"
+    )
 
 
 def test_multipart_without_file_or_input(client):
-    problem(client.post("/v1/jobs", data={"input": "consensus"},
-                        content_type="multipart/form-data"), 422, "file")
+    problem(
+        client.post("/v1/jobs", data={"input": "consensus"}, content_type="multipart/form-data"),
+        422,
+        "file",
+    )
     problem(_upload(client, "S.csv", b"1,0\n0,1\n", kind="matrix"), 422, "input")
 
 
@@ -195,8 +222,9 @@ def test_unknown_job_is_404_for_every_route(client):
 
 def test_queries_on_an_unfinished_job_are_409(idle_client):
     job_id = idle_client.post("/v1/jobs", json={"consensus": BASEBALL_S}).get_json()["id"]
-    problem(idle_client.post(f"/v1/jobs/{job_id}/custom-clusters", json={"element": 0}), 409,
-            "status")
+    problem(
+        idle_client.post(f"/v1/jobs/{job_id}/custom-clusters", json={"element": 0}), 409, "status"
+    )
     problem(idle_client.get(f"/v1/jobs/{job_id}/elements/0/similar"), 409, "status")
 
 
@@ -206,19 +234,31 @@ def test_query_errors(client):
     base = f"/v1/jobs/{job_id}"
     problem(client.post(f"{base}/custom-clusters", json={"element": 9}), 404, "element")
     problem(client.post(f"{base}/custom-clusters", json={"element": "Ruth"}), 404, "element")
-    problem(client.post(f"{base}/custom-clusters", json={"element": 0, "min_size": 0}), 422,
-            "min_size")
-    problem(client.post(f"{base}/custom-clusters", json={"element": 0, "min_size": 4,
-                                                         "max_size": 3}), 422, "max_size")
+    problem(
+        client.post(f"{base}/custom-clusters", json={"element": 0, "min_size": 0}), 422, "min_size"
+    )
+    problem(
+        client.post(f"{base}/custom-clusters", json={"element": 0, "min_size": 4, "max_size": 3}),
+        422,
+        "max_size",
+    )
     problem(client.post(f"{base}/custom-clusters", json={"element": [0]}), 422, "element")
     problem(client.post(f"{base}/custom-clusters", json={"element": 0, "k": 7}), 422, "k")
     problem(client.post(f"{base}/custom-clusters", json={"element": 0, "bogus": 1}), 422, "bogus")
-    problem(client.post(f"{base}/custom-clusters", data="{", content_type="application/json"),
-            400, "body")
+    problem(
+        client.post(f"{base}/custom-clusters", data="{", content_type="application/json"),
+        400,
+        "body",
+    )
     problem(client.post(f"{base}/custom-clusters", data="x", content_type="text/plain"), 415)
-    problem(client.post(f"{base}/custom-clusters",
-                        json={"element": 0, "min_size": 2, "max_size": 2, "max_iterations": 1}),
-            422, "max_iterations")
+    problem(
+        client.post(
+            f"{base}/custom-clusters",
+            json={"element": 0, "min_size": 2, "max_size": 2, "max_iterations": 1},
+        ),
+        422,
+        "max_iterations",
+    )
     problem(client.get(f"{base}/elements/6/similar"), 404, "element")
     problem(client.get(f"{base}/elements/0/similar?method=manhattan"), 422, "method")
     problem(client.get(f"{base}/elements/0/similar?method=euclidean"), 422, "method")

@@ -7,12 +7,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from service import cli, create_app
-from service.backend import CeleryQueue
-from service.config import from_env
-from worker.config import SettingError, parse
-from worker.embedded import EmbeddedRunner
-from worker.store import MemoryStore, RedisStore
+from sca_service import cli, create_app
+from sca_service.backend import CeleryQueue
+from sca_service.config import from_env
+from sca_worker.config import SettingError, parse
+from sca_worker.embedded import EmbeddedRunner
+from sca_worker.store import MemoryStore, RedisStore
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -59,8 +59,14 @@ def test_redis_mode_refuses_to_run_without_keys(monkeypatch):
 
 def test_time_limits_must_stay_below_the_visibility_timeout():
     with pytest.raises(ValueError, match="SCA_VISIBILITY_TIMEOUT"):
-        create_app({"REDIS_URL": "redis://127.0.0.1:1/0", "SCA_ALLOW_ANONYMOUS": 1,
-                    "SCA_TASK_TIME_LIMIT": 4000, "SCA_VISIBILITY_TIMEOUT": 3600})
+        create_app(
+            {
+                "REDIS_URL": "redis://127.0.0.1:1/0",
+                "SCA_ALLOW_ANONYMOUS": 1,
+                "SCA_TASK_TIME_LIMIT": 4000,
+                "SCA_VISIBILITY_TIMEOUT": 3600,
+            }
+        )
 
 
 def test_compose_file_runs_the_documented_commands():
@@ -86,24 +92,39 @@ def test_celery_queue_sends_only_the_job_id():
 
             class Result:
                 id = "task-1"
+
             return Result()
 
     assert CeleryQueue(FakeCelery()).submit("job-1") == "task-1"
     assert calls == [("sca.start", {"job_id": "job-1"})]
 
 
-@pytest.mark.parametrize("text, value", [("true", True), ("Yes", True), ("1", True),
-                                         ("on", True), ("FALSE", False), ("no", False),
-                                         ("0", False), (" off ", False)])
+@pytest.mark.parametrize(
+    "text, value",
+    [
+        ("true", True),
+        ("Yes", True),
+        ("1", True),
+        ("on", True),
+        ("FALSE", False),
+        ("no", False),
+        ("0", False),
+        (" off ", False),
+    ],
+)
 def test_flags_read_their_usual_spellings(text, value):
     assert from_env({"SCA_ALLOW_ANONYMOUS": text}) == {"SCA_ALLOW_ANONYMOUS": value}
 
 
-@pytest.mark.parametrize("name, text, expected", [
-    ("SCA_RATE_LIMIT", "1.5", "a whole number"), ("SCA_JOB_TTL", "1d", "a whole number"),
-    ("SCA_ALLOW_ANONYMOUS", "maybe", "true or false"),
-    ("SCA_ALLOW_ANONYMOUS", "2", "true or false"),
-])
+@pytest.mark.parametrize(
+    "name, text, expected",
+    [
+        ("SCA_RATE_LIMIT", "1.5", "a whole number"),
+        ("SCA_JOB_TTL", "1d", "a whole number"),
+        ("SCA_ALLOW_ANONYMOUS", "maybe", "true or false"),
+        ("SCA_ALLOW_ANONYMOUS", "2", "true or false"),
+    ],
+)
 def test_a_setting_of_the_wrong_type_is_named_with_its_type(name, text, expected):
     with pytest.raises(SettingError) as error:
         from_env({name: text})
@@ -112,7 +133,9 @@ def test_a_setting_of_the_wrong_type_is_named_with_its_type(name, text, expected
 
 def test_numbers_keep_their_type_and_text_stays_text():
     assert from_env({"SCA_RATE_LIMIT": " 7 ", "SCA_KEY_PREFIX": "x:", "SCA_API_KEYS": ""}) == {
-        "SCA_RATE_LIMIT": 7, "SCA_KEY_PREFIX": "x:"}
+        "SCA_RATE_LIMIT": 7,
+        "SCA_KEY_PREFIX": "x:",
+    }
     assert parse("X", "2.5", 1.0) == 2.5
     for bad in ("nan", "inf", "two"):
         with pytest.raises(SettingError, match="X must be a finite number"):

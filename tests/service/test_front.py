@@ -1,4 +1,4 @@
-"""The HTTP front (:mod:`service.front`): its own refusals are problem+json and never
+"""The HTTP front (:mod:`sca_service.front`): its own refusals are problem+json and never
 reach the app; a request line and headers have a deadline; a silent body is dropped."""
 
 from __future__ import annotations
@@ -10,11 +10,15 @@ import time
 
 import pytest
 
+from sca_service import create_app, front
 from scripts.slow_clients import SlowClients
-from service import create_app, front
 
-LIMITS = {"SCA_MAX_HEADER_BYTES": 4096, "SCA_MAX_BODY_BYTES": 10_000,
-          "SCA_HEADER_TIMEOUT": 1, "SCA_BODY_TIMEOUT": 2}
+LIMITS = {
+    "SCA_MAX_HEADER_BYTES": 4096,
+    "SCA_MAX_BODY_BYTES": 10_000,
+    "SCA_HEADER_TIMEOUT": 1,
+    "SCA_BODY_TIMEOUT": 2,
+}
 
 
 @pytest.fixture(scope="module")
@@ -30,8 +34,12 @@ def front_server():
 
     server = front.create_server(recording, front.listen("127.0.0.1", 0), app.config, 2)
     stop = threading.Event()
-    thread = threading.Thread(target=front.serve_until, args=(server, lambda: not stop.is_set()),
-                              kwargs={"grace": 2}, daemon=True)
+    thread = threading.Thread(
+        target=front.serve_until,
+        args=(server, lambda: not stop.is_set()),
+        kwargs={"grace": 2},
+        daemon=True,
+    )
     thread.start()
     yield int(server.effective_port), seen
     stop.set()
@@ -58,13 +66,25 @@ def exchange(port: int, raw: bytes) -> tuple[int, dict, bytes]:
     return int(lines[0].split()[1]), {k.lower(): v for k, v in headers.items()}, body
 
 
-@pytest.mark.parametrize("raw, status, field", [
-    (b"GET /v1/jobs/" + b"x" * 5000 + b" HTTP/1.1\r\nHost: a\r\n\r\n", 414, "url"),
-    (b"GET /healthz HTTP/1.1\r\nHost: a\r\nX-Big: " + b"y" * 5000 + b"\r\n\r\n", 431, "headers"),
-    (b"POST /v1/jobs HTTP/1.1\r\nHost: a\r\nContent-Type: application/json\r\n"
-     b"Content-Length: 20000\r\n\r\n{", 413, "body"),
-    (b"GET /healthz HTTP/1.1\r\nHost: a\r\nBad Header\r\n\r\n", 400, "request"),
-], ids=["long-url", "long-headers", "long-body", "malformed"])
+@pytest.mark.parametrize(
+    "raw, status, field",
+    [
+        (b"GET /v1/jobs/" + b"x" * 5000 + b" HTTP/1.1\r\nHost: a\r\n\r\n", 414, "url"),
+        (
+            b"GET /healthz HTTP/1.1\r\nHost: a\r\nX-Big: " + b"y" * 5000 + b"\r\n\r\n",
+            431,
+            "headers",
+        ),
+        (
+            b"POST /v1/jobs HTTP/1.1\r\nHost: a\r\nContent-Type: application/json\r\n"
+            b"Content-Length: 20000\r\n\r\n{",
+            413,
+            "body",
+        ),
+        (b"GET /healthz HTTP/1.1\r\nHost: a\r\nBad Header\r\n\r\n", 400, "request"),
+    ],
+    ids=["long-url", "long-headers", "long-body", "malformed"],
+)
 def test_the_fronts_refusals_are_problems_the_app_never_sees(served, raw, status, field):
     port, seen = served
     code, headers, body = exchange(port, raw)
@@ -78,9 +98,14 @@ def test_the_fronts_refusals_are_problems_the_app_never_sees(served, raw, status
 def test_a_body_at_the_limit_reaches_the_app(served):
     port, seen = served
     body = b'{"consensus": [[1]]' + b" " * (10_000 - 20) + b"}"
-    code, headers, _ = exchange(port, b"POST /v1/jobs HTTP/1.1\r\nHost: a\r\nConnection: close\r\n"
-                                      b"Content-Type: application/json\r\nContent-Length: "
-                                      + str(len(body)).encode() + b"\r\n\r\n" + body)
+    code, headers, _ = exchange(
+        port,
+        b"POST /v1/jobs HTTP/1.1\r\nHost: a\r\nConnection: close\r\n"
+        b"Content-Type: application/json\r\nContent-Length: "
+        + str(len(body)).encode()
+        + b"\r\n\r\n"
+        + body,
+    )
     assert len(body) == 10_000 and seen == ["/v1/jobs"] and code != 413
 
 

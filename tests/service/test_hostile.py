@@ -15,38 +15,53 @@ from tests.conftest import BASEBALL_S, npy, wait_for
 from tests.service.conftest import bounded, problem
 
 CASES = [
-    ({"consensus": BASEBALL_S, "options": {"k_hat": 7}}, "options.k_hat"),       # k_hat > n
-    ({"consensus": BASEBALL_S, "options": {"k": True}}, "options.k"),            # bool for int
-    ({"consensus": BASEBALL_S, "options": {"k": 2.0}}, "options.k"),             # float for int
-    ({"consensus": BASEBALL_S, "options": {"k": 2 ** 70}}, "options.k"),         # huge
+    ({"consensus": BASEBALL_S, "options": {"k_hat": 7}}, "options.k_hat"),  # k_hat > n
+    ({"consensus": BASEBALL_S, "options": {"k": True}}, "options.k"),  # bool for int
+    ({"consensus": BASEBALL_S, "options": {"k": 2.0}}, "options.k"),  # float for int
+    ({"consensus": BASEBALL_S, "options": {"k": 2**70}}, "options.k"),  # huge
     ({"consensus": BASEBALL_S, "options": []}, "options"),
-    ({"consensus": [[1, 0, 0], [0, 0, 0], [0, 0, 1]]}, "consensus"),             # zero row
-    ({"consensus": [[]]}, "consensus"),                                          # empty row
-    ({"consensus": "[[1]]"}, "consensus"),                                       # string
-    ({"consensus": {"n": 2, "rows": [0, 1, 0], "cols": [0, 1, 1], "values": [1, 1, -1]}},
-     "consensus"),                                                               # sparse negative
-    ({"consensus": {"n": 2, "rows": [0, 1, 0], "cols": [0, 1, 1], "values": [1, 1, 0.5]}},
-     "consensus"),                                                               # sparse asymmetric
-    ({"data": [[1, 2], [3, -1e400]], "snn": {"kappa": 1}}, "data"),              # -inf
-    ({"data": [[1, 2], [3, 4], [5, 6]],
-      "ensemble": [{"algorithm": "kmeans", "k": 2, "runs": 0}]}, "ensemble[0].runs"),
-    ({"labels": [[0, 1], [1]]}, "labels"),                                       # ragged
-    ({"labels": [["a"], ["b"]]}, "labels"),                                      # text
-    ({"consensus": BASEBALL_S, "ids": [1, 2, 3, 1, 5, 6]}, "ids"),               # repeat (ints)
+    ({"consensus": [[1, 0, 0], [0, 0, 0], [0, 0, 1]]}, "consensus"),  # zero row
+    ({"consensus": [[]]}, "consensus"),  # empty row
+    ({"consensus": "[[1]]"}, "consensus"),  # string
+    (
+        {"consensus": {"n": 2, "rows": [0, 1, 0], "cols": [0, 1, 1], "values": [1, 1, -1]}},
+        "consensus",
+    ),  # sparse negative
+    (
+        {"consensus": {"n": 2, "rows": [0, 1, 0], "cols": [0, 1, 1], "values": [1, 1, 0.5]}},
+        "consensus",
+    ),  # sparse asymmetric
+    ({"data": [[1, 2], [3, -1e400]], "snn": {"kappa": 1}}, "data"),  # -inf
+    (
+        {
+            "data": [[1, 2], [3, 4], [5, 6]],
+            "ensemble": [{"algorithm": "kmeans", "k": 2, "runs": 0}],
+        },
+        "ensemble[0].runs",
+    ),
+    ({"labels": [[0, 1], [1]]}, "labels"),  # ragged
+    ({"labels": [["a"], ["b"]]}, "labels"),  # text
+    ({"consensus": BASEBALL_S, "ids": [1, 2, 3, 1, 5, 6]}, "ids"),  # repeat (ints)
     ({"consensus": BASEBALL_S, "ids": [[1], 2, 3, 4, 5, 6]}, "ids[0]"),
-    ("abc", "body"),                                                             # not an object
-    (json.loads("[" * 500 + "]" * 500), "body"),                                 # deep nesting
+    ("abc", "body"),  # not an object
+    (json.loads("[" * 500 + "]" * 500), "body"),  # deep nesting
 ]
 
 
 @pytest.mark.parametrize("body,field", CASES)
 def test_hostile_json_is_422(client, body, field):
-    problem(client.post("/v1/jobs", data=json.dumps(body), content_type="application/json"),
-            422, field)
+    problem(
+        client.post("/v1/jobs", data=json.dumps(body), content_type="application/json"), 422, field
+    )
 
 
-@pytest.mark.parametrize("raw", ['{"consensus": [[1, Infinity], [Infinity, 1]]}',
-                                 '{"consensus": [[1, -Infinity], [-Infinity, 1]]}'])
+@pytest.mark.parametrize(
+    "raw",
+    [
+        '{"consensus": [[1, Infinity], [Infinity, 1]]}',
+        '{"consensus": [[1, -Infinity], [-Infinity, 1]]}',
+    ],
+)
 def test_infinity_in_json_is_422(client, raw):
     problem(client.post("/v1/jobs", data=raw, content_type="application/json"), 422, "consensus")
 
@@ -55,14 +70,17 @@ def test_null_body_is_400(client):
     problem(client.post("/v1/jobs", data="null", content_type="application/json"), 400, "body")
 
 
-@pytest.mark.parametrize("name,raw,kind,parts,field", [
-    ("S.npy", npy(np.array([[1.0, np.inf], [np.inf, 1.0]])), "consensus", {}, "consensus"),
-    ("S.npy", npy(np.array([[1.0, -np.inf], [-np.inf, 1.0]])), "consensus", {}, "consensus"),
-    ("X.npy", npy(np.zeros((0, 3))), "data", {"snn": '{"kappa": 1}'}, "data"),
-    ("X.csv", b"", "data", {"snn": '{"kappa": 1}'}, "file"),
-    ("S.npy", npy(np.array([[1.0, 2.0], [3.0, 1.0]])), "consensus", {}, "consensus"),
-    ("S.npy", npy(np.ones((2, 3))), "consensus", {}, "consensus"),
-])
+@pytest.mark.parametrize(
+    "name,raw,kind,parts,field",
+    [
+        ("S.npy", npy(np.array([[1.0, np.inf], [np.inf, 1.0]])), "consensus", {}, "consensus"),
+        ("S.npy", npy(np.array([[1.0, -np.inf], [-np.inf, 1.0]])), "consensus", {}, "consensus"),
+        ("X.npy", npy(np.zeros((0, 3))), "data", {"snn": '{"kappa": 1}'}, "data"),
+        ("X.csv", b"", "data", {"snn": '{"kappa": 1}'}, "file"),
+        ("S.npy", npy(np.array([[1.0, 2.0], [3.0, 1.0]])), "consensus", {}, "consensus"),
+        ("S.npy", npy(np.ones((2, 3))), "consensus", {}, "consensus"),
+    ],
+)
 def test_hostile_files_are_422(client, name, raw, kind, parts, field):
     form = {"file": (io.BytesIO(raw), name), "input": kind, **parts}
     problem(client.post("/v1/jobs", data=form, content_type="multipart/form-data"), 422, field)
@@ -81,8 +99,13 @@ def test_custom_cluster_iterations_are_limited(make_client):
     client = make_client(SCA_MAX_ITERATIONS=50)
     job_id = client.post("/v1/jobs", json={"consensus": BASEBALL_S}).get_json()["id"]
     wait_for(client.get, job_id)
-    problem(client.post(f"/v1/jobs/{job_id}/custom-clusters",
-                        json={"element": 0, "max_iterations": 51}), 422, "max_iterations")
+    problem(
+        client.post(
+            f"/v1/jobs/{job_id}/custom-clusters", json={"element": 0, "max_iterations": 51}
+        ),
+        422,
+        "max_iterations",
+    )
 
 
 def _upload(client, name: str, raw: bytes, kind: str = "consensus", **parts):
@@ -104,7 +127,8 @@ def zero_bomb() -> bytes:
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED, compresslevel=1) as archive:
         with archive.open("X.npy", "w", force_zip64=True) as member:
             np.lib.format.write_array_header_1_0(
-                member, {"descr": "<f8", "fortran_order": False, "shape": shape})
+                member, {"descr": "<f8", "fortran_order": False, "shape": shape}
+            )
             left = shape[0] * shape[1] * 8
             while left:
                 member.write(block[:left])
@@ -128,26 +152,40 @@ def test_a_small_array_bytes_limit_refuses_a_small_file(make_client):
 
 def _npy_header(shape, descr: str = "<f8") -> bytes:
     buffer = io.BytesIO()
-    np.lib.format.write_array_header_1_0(buffer, {"descr": descr, "fortran_order": False,
-                                                  "shape": shape})
+    np.lib.format.write_array_header_1_0(
+        buffer, {"descr": descr, "fortran_order": False, "shape": shape}
+    )
     return buffer.getvalue()
 
 
-CSR = dict(data=np.ones(2), indptr=np.array([0, 1, 2]), shape=np.array([2, 2]),
-           format=np.array("csr"))
+CSR = dict(
+    data=np.ones(2), indptr=np.array([0, 1, 2]), shape=np.array([2, 2]), format=np.array("csr")
+)
 BAD_FILES = {
     "npy-800GB-header-64-bytes": ("S.npy", _npy_header((10**6, 10**5)) + bytes(64), 422),
     "npz-two-arrays": ("S.npz", _npz(X=np.zeros(1), Y=np.zeros(1)), 422),
     "csr-index-out-of-range": ("S.npz", _npz(**CSR, indices=np.array([0, 7])), 422),
     "csr-float-indices": ("S.npz", _npz(**CSR, indices=np.array([0.0, 1.0])), 422),
-    "csr-pointers-backwards": ("S.npz", _npz(**dict(CSR, indptr=np.array([0, 2, 1])),
-                                             indices=np.array([0, 1])), 422),
-    "coo-negative-row": ("S.npz", _npz(row=np.array([0, -1]), col=np.array([0, 1]),
-                                       data=np.ones(2), shape=np.array([2, 2])), 422),
-    "coo-2^40-rows": ("S.npz", _npz(row=np.array([0]), col=np.array([0]), data=np.ones(1),
-                                    shape=np.array([2**40, 2**40])), 413),
-    "coo-text-data": ("S.npz", _npz(row=np.array([0]), col=np.array([0]),
-                                    data=np.array(["x"]), shape=np.array([2, 2])), 422),
+    "csr-pointers-backwards": (
+        "S.npz",
+        _npz(**dict(CSR, indptr=np.array([0, 2, 1])), indices=np.array([0, 1])),
+        422,
+    ),
+    "coo-negative-row": (
+        "S.npz",
+        _npz(row=np.array([0, -1]), col=np.array([0, 1]), data=np.ones(2), shape=np.array([2, 2])),
+        422,
+    ),
+    "coo-2^40-rows": (
+        "S.npz",
+        _npz(row=np.array([0]), col=np.array([0]), data=np.ones(1), shape=np.array([2**40, 2**40])),
+        413,
+    ),
+    "coo-text-data": (
+        "S.npz",
+        _npz(row=np.array([0]), col=np.array([0]), data=np.array(["x"]), shape=np.array([2, 2])),
+        422,
+    ),
     "csv-field-over-128KB": ("S.csv", b"1," + b"1" * 200_000 + b"\n1,1\n", 422),
 }
 
@@ -162,10 +200,12 @@ def test_json_nested_100000_deep_is_422_before_parsing(client):
     raw = '{"consensus": ' + "[" * 100_000 + "]" * 100_000 + "}"
     with bounded():
         problem(client.post("/v1/jobs", data=raw, content_type="application/json"), 422, "body")
-    form = {"file": (io.BytesIO(b"1,0\n0,1\n"), "S.csv"), "input": "consensus",
-            "options": "[" * 100_000 + "]" * 100_000}
-    problem(client.post("/v1/jobs", data=form, content_type="multipart/form-data"), 422,
-            "options")
+    form = {
+        "file": (io.BytesIO(b"1,0\n0,1\n"), "S.csv"),
+        "input": "consensus",
+        "options": "[" * 100_000 + "]" * 100_000,
+    }
+    problem(client.post("/v1/jobs", data=form, content_type="multipart/form-data"), 422, "options")
 
 
 def test_brackets_inside_strings_do_not_count_as_depth(client):
@@ -186,8 +226,11 @@ def test_sparse_index_beyond_int64_is_422(client):
 
 @pytest.mark.parametrize("value", [1, 0, 1.0, "true"])
 def test_trace_must_be_a_json_boolean(client, value):
-    problem(client.post("/v1/jobs", json={"consensus": BASEBALL_S, "options": {"trace": value}}),
-            422, "options.trace")
+    problem(
+        client.post("/v1/jobs", json={"consensus": BASEBALL_S, "options": {"trace": value}}),
+        422,
+        "options.trace",
+    )
 
 
 def test_a_consensus_whose_sums_overflow_is_422(client):
@@ -202,8 +245,9 @@ SLASHED = ["a/b", "/lead", "trail/", "x//y", "../up", "Mays"]
 
 
 def test_ids_with_slashes_can_be_queried(client):
-    job_id = client.post("/v1/jobs", json={"consensus": BASEBALL_S, "ids": SLASHED}
-                         ).get_json()["id"]
+    job_id = client.post("/v1/jobs", json={"consensus": BASEBALL_S, "ids": SLASHED}).get_json()[
+        "id"
+    ]
     assert wait_for(client.get, job_id)["status"] == "succeeded"
     for element in SLASHED:
         response = client.get(f"/v1/jobs/{job_id}/elements/{quote(element, safe='')}/similar")

@@ -50,8 +50,11 @@ def test_a_plot_is_drawn_once_and_then_served_from_the_store(app, client, finish
 
 
 def test_unknown_plot_format_or_job_is_404(client, finished):
-    for path in (f"{finished}/plots/pie.png", f"{finished}/plots/spectrum.gif",
-                 "/v1/jobs/nope/plots/spectrum.png"):
+    for path in (
+        f"{finished}/plots/pie.png",
+        f"{finished}/plots/spectrum.gif",
+        "/v1/jobs/nope/plots/spectrum.png",
+    ):
         response = client.get(path)
         assert response.status_code == 404
         assert response.mimetype == "application/problem+json"
@@ -76,9 +79,12 @@ def test_unfinished_job_is_409(idle_client):
 
 
 def test_custom_plot_query_is_validated(client, finished):
-    for query, field in (("", "element"), ("?element=Rose&min_size=0", "min_size"),
-                         ("?element=Rose&min_size=3&max_size=2", "max_size"),
-                         ("?element=Rose&colour=red", "colour")):
+    for query, field in (
+        ("", "element"),
+        ("?element=Rose&min_size=0", "min_size"),
+        ("?element=Rose&min_size=3&max_size=2", "max_size"),
+        ("?element=Rose&colour=red", "colour"),
+    ):
         response = client.get(f"{finished}/plots/custom.png{query}")
         assert response.status_code == 422, query
         assert field in response.get_json()["errors"]
@@ -98,10 +104,15 @@ def test_ids_are_drawn_literally_not_as_math_text(client):
     (every plot that names elements: the trace's legend, the membership's and the
     consensus's axes, the custom plot)."""
     ids = ["$x^$", "$\\foo$", "a$b", "Ott", "Ruth", "Mays"]
-    job = "/v1/jobs/" + finished_job(client, {"consensus": BASEBALL_S, "ids": ids,
-                                              "options": {"starts": 4}})
-    for path in (f"{job}/plots/trace.png", f"{job}/plots/membership.png",
-                 f"{job}/plots/consensus.svg", f"{job}/plots/custom.svg?element=%24x%5E%24"):
+    job = "/v1/jobs/" + finished_job(
+        client, {"consensus": BASEBALL_S, "ids": ids, "options": {"starts": 4}}
+    )
+    for path in (
+        f"{job}/plots/trace.png",
+        f"{job}/plots/membership.png",
+        f"{job}/plots/consensus.svg",
+        f"{job}/plots/custom.svg?element=%24x%5E%24",
+    ):
         response = client.get(path)
         assert response.status_code == 200, (path, response.get_data(as_text=True)[:300])
         if ".svg" in path:

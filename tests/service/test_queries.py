@@ -7,8 +7,7 @@ import json
 
 import pytest
 
-from tests.conftest import (BASEBALL_TEAMS, DATA, LEUKEMIA_PAPER, baseball_paper_ranking,
-                            wait_for)
+from tests.conftest import BASEBALL_TEAMS, DATA, LEUKEMIA_PAPER, baseball_paper_ranking, wait_for
 from tests.service.conftest import finished_job
 
 
@@ -18,8 +17,9 @@ def baseball(client):
 
 
 def test_custom_cluster_of_rose(client, baseball):
-    response = client.post(f"{baseball}/custom-clusters",
-                           json={"element": "Rose", "min_size": 2, "max_size": 3})
+    response = client.post(
+        f"{baseball}/custom-clusters", json={"element": "Rose", "min_size": 2, "max_size": 3}
+    )
     assert response.status_code == 200
     out = response.get_json()
     assert out["element"] == "Rose"
@@ -31,8 +31,9 @@ def test_custom_cluster_of_rose(client, baseball):
 
 
 def test_custom_cluster_by_index_with_limit(client, baseball):
-    out = client.post(f"{baseball}/custom-clusters",
-                      json={"element": 4, "max_size": 3, "limit": 2}).get_json()
+    out = client.post(
+        f"{baseball}/custom-clusters", json={"element": 4, "max_size": 3, "limit": 2}
+    ).get_json()
     assert out["element"] == "Ruth" and sorted(out["cluster"]) == BASEBALL_TEAMS[1]
     assert len(out["ranked"]) == 2
 
@@ -54,11 +55,13 @@ def leukemia_csv() -> bytes:
 
 
 def test_patient_two_neighbours(client, leukemia_csv):
-    form = {"file": (io.BytesIO(leukemia_csv), "X.csv"), "input": "data",
-            "ensemble": '[{"algorithm": "kmeans", "k": 2, "runs": 2}]',
-            "ids": json.dumps([f"P{i}" for i in range(1, 39)])}
-    job_id = client.post("/v1/jobs", data=form, content_type="multipart/form-data"
-                         ).get_json()["id"]
+    form = {
+        "file": (io.BytesIO(leukemia_csv), "X.csv"),
+        "input": "data",
+        "ensemble": '[{"algorithm": "kmeans", "k": 2, "runs": 2}]',
+        "ids": json.dumps([f"P{i}" for i in range(1, 39)]),
+    }
+    job_id = client.post("/v1/jobs", data=form, content_type="multipart/form-data").get_json()["id"]
     assert wait_for(client.get, job_id)["status"] == "succeeded"
     base = f"/v1/jobs/{job_id}/elements/P2/similar"
     for method, expected in LEUKEMIA_PAPER["neighbours"].items():

@@ -57,8 +57,7 @@ def _similar_until(base: str, job: str, done: threading.Event, latencies: list) 
             if done.is_set():
                 return
             start = time.perf_counter()
-            response = session.get(f"{base}/v1/jobs/{job}/elements/{i % 3000}/similar",
-                                   timeout=30)
+            response = session.get(f"{base}/v1/jobs/{job}/elements/{i % 3000}/similar", timeout=30)
             latencies.append((response.status_code, time.perf_counter() - start))
 
 
@@ -66,8 +65,11 @@ def test_similar_stays_fast_during_16_hostile_custom_clusters():
     """A real ``sca serve``: 16 custom clusters asking for ~100 s each (n = 3000)
     at once are all answered by the budget, while ``similar`` keeps answering."""
     budget, slots = 2, 2
-    env = {"SCA_QUERY_TIME_BUDGET": str(budget), "SCA_MAX_LONG_QUERIES": str(slots),
-           "SCA_RATE_LIMIT": "0"}
+    env = {
+        "SCA_QUERY_TIME_BUDGET": str(budget),
+        "SCA_MAX_LONG_QUERIES": str(slots),
+        "SCA_RATE_LIMIT": "0",
+    }
     with sca_serve(env=env) as base:
         response = requests.post(f"{base}/v1/jobs", json={"labels": _labels(3000)}, timeout=30)
         job = wait_for(http_get(base), response.json()["id"])
@@ -78,17 +80,21 @@ def test_similar_stays_fast_during_16_hostile_custom_clusters():
         def attack():
             start = time.monotonic()
             try:
-                answer = requests.post(f"{base}/v1/jobs/{job['id']}/custom-clusters",
-                                       json=hostile, timeout=budget + 10)
+                answer = requests.post(
+                    f"{base}/v1/jobs/{job['id']}/custom-clusters", json=hostile, timeout=budget + 10
+                )
             except requests.RequestException as exc:  # an answer too late fails below
                 answers.append((None, repr(exc), {}, time.monotonic() - start))
                 return
-            answers.append((answer.status_code, answer.json(), answer.headers,
-                            time.monotonic() - start))
+            answers.append(
+                (answer.status_code, answer.json(), answer.headers, time.monotonic() - start)
+            )
 
         done, latencies = threading.Event(), []
-        similar = [threading.Thread(target=_similar_until, args=(base, job["id"], done,
-                                                                 latencies)) for _ in range(2)]
+        similar = [
+            threading.Thread(target=_similar_until, args=(base, job["id"], done, latencies))
+            for _ in range(2)
+        ]
         attackers = [threading.Thread(target=attack) for _ in range(16)]
         for thread in similar + attackers:
             thread.start()

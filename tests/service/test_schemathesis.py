@@ -17,18 +17,32 @@ import schemathesis
 from hypothesis import HealthCheck, Phase, settings
 from schemathesis.specs.openapi.checks import ignored_auth, positive_data_acceptance
 
-from service import create_app
-from tests.service.conftest import SPEC_PATH, finished_job as finish
+from sca_service import create_app
+from tests.service.conftest import SPEC_PATH
+from tests.service.conftest import finished_job as finish
 
 KEY = "schemathesis-key"
 AUTH = {"Authorization": f"Bearer {KEY}"}
 EXAMPLES = 50
 
-APP = create_app({"TESTING": True, "REDIS_URL": None, "SCA_API_KEYS": KEY,
-                  "SCA_RATE_LIMIT": 0, "SCA_MAX_ACTIVE_JOBS": 0, "SCA_MAX_N": 200,
-                  "SCA_MAX_RUNS": 20, "SCA_MAX_ITERATIONS": 2000, "SCA_MAX_STARTS": 5})
+APP = create_app(
+    {
+        "TESTING": True,
+        "REDIS_URL": None,
+        "SCA_API_KEYS": KEY,
+        "SCA_RATE_LIMIT": 0,
+        "SCA_MAX_ACTIVE_JOBS": 0,
+        "SCA_MAX_N": 200,
+        "SCA_MAX_RUNS": 20,
+        "SCA_MAX_ITERATIONS": 2000,
+        "SCA_MAX_STARTS": 5,
+        # generated callback hosts are refused; a loopback one is tried once
+        "SCA_WEBHOOK_ALLOW": "127.0.0.1",
+        "SCA_WEBHOOK_RETRIES": 0,
+    }
+)
 schema = schemathesis.openapi.from_path(str(SPEC_PATH))
-schema.app = APP  # noqa: the WSGI transport of schemathesis
+schema.app = APP  # the WSGI transport of schemathesis
 
 
 @pytest.fixture(scope="module")
@@ -38,15 +52,23 @@ def finished_job():
 
 
 @schema.parametrize()
-@settings(max_examples=EXAMPLES, deadline=None, derandomize=True,
-          phases=[Phase.explicit, Phase.generate],
-          suppress_health_check=list(HealthCheck))
+@settings(
+    max_examples=EXAMPLES,
+    deadline=None,
+    derandomize=True,
+    phases=[Phase.explicit, Phase.generate],
+    suppress_health_check=list(HealthCheck),
+)
 def test_api_conforms_to_its_spec(case, finished_job):
     if "id" in (case.path_parameters or {}) and case.method.upper() != "DELETE":
         case.path_parameters["id"] = finished_job
     response = case.call(app=APP, headers=AUTH)
-    assert response.status_code < 500, (case.method, case.formatted_path,
-                                        response.status_code, response.text[:500])
+    assert response.status_code < 500, (
+        case.method,
+        case.formatted_path,
+        response.status_code,
+        response.text[:500],
+    )
     # The spec cannot say "symmetric" or "n >= 2": a schema-valid body may be a 422.
     # The key sent is always valid here (401s are covered by test_auth.py).
     case.validate_response(response, excluded_checks=[positive_data_acceptance, ignored_auth])

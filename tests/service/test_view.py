@@ -13,7 +13,7 @@ import re
 import pytest
 
 from tests.conftest import BASEBALL_BODY
-from tests.service.conftest import A, B, KEY_A, KEY_B, finished_job, problem
+from tests.service.conftest import KEY_A, KEY_B, A, B, finished_job, problem
 
 NO_KEY = {}
 WRONG = {"Authorization": "Bearer wrong-key"}
@@ -36,22 +36,42 @@ def test_shell_is_self_contained_html_with_a_strict_policy(client):
     # No external assets: no src/href to another origin, no stylesheet or script files.
     assert not re.search(r'(src|href)\s*=\s*["\']?(https?:)?//', html)
     assert "<link" not in html and not re.search(r"<script[^>]+src=", html)
-    for element_id in ("status", "stages", "progress", "clusters", "plots", "query-form",
-                       "answer-cluster", "key-section", "key-form", "api-key", "key-error"):
+    for element_id in (
+        "status",
+        "stages",
+        "progress",
+        "clusters",
+        "plots",
+        "query-form",
+        "answer-cluster",
+        "key-section",
+        "key-form",
+        "api-key",
+        "key-error",
+    ):
         assert f'id="{element_id}"' in html
     # The key: sessionStorage only, and its input has no name (a form never submits it).
     assert "sessionStorage" in html and "localStorage" not in html
     assert re.search(r'<input id="api-key" type="password"', html)
     assert not re.search(r'<input id="api-key"[^>]*\bname=', html)
 
-    csp = dict(part.strip().split(" ", 1) for part in
-               response.headers["Content-Security-Policy"].split(";"))
+    csp = dict(
+        part.strip().split(" ", 1)
+        for part in response.headers["Content-Security-Policy"].split(";")
+    )
     scripts = re.findall(r"<script>(.*?)</script>", html, flags=re.S)
     assert len(scripts) == 1
     digest = base64.b64encode(hashlib.sha256(scripts[0].encode()).digest()).decode()
-    assert csp == {"default-src": "'none'", "connect-src": "'self'", "img-src": "blob:",
-                   "style-src": "'unsafe-inline'", "script-src": f"'sha256-{digest}'",
-                   "base-uri": "'none'", "form-action": "'none'", "frame-ancestors": "'none'"}
+    assert csp == {
+        "default-src": "'none'",
+        "connect-src": "'self'",
+        "img-src": "blob:",
+        "style-src": "'unsafe-inline'",
+        "script-src": f"'sha256-{digest}'",
+        "base-uri": "'none'",
+        "form-action": "'none'",
+        "frame-ancestors": "'none'",
+    }
     assert response.headers["Cache-Control"] == "no-store"
     assert response.headers["Referrer-Policy"] == "no-referrer"
     assert response.headers["X-Content-Type-Options"] == "nosniff"
@@ -59,8 +79,10 @@ def test_shell_is_self_contained_html_with_a_strict_policy(client):
 
 def test_shell_is_the_same_for_every_id_without_keys(client):
     job_id = finished_job(client)
-    shells = {_shell(client.get(f"/v1/jobs/{job_id}/view"))[0],
-              _shell(client.get("/v1/jobs/nope/view"))[0]}
+    shells = {
+        _shell(client.get(f"/v1/jobs/{job_id}/view"))[0],
+        _shell(client.get("/v1/jobs/nope/view"))[0],
+    }
     assert len(shells) == 1
     html = shells.pop().decode()
     assert job_id not in html and "Rose" not in html
@@ -69,14 +91,17 @@ def test_shell_is_the_same_for_every_id_without_keys(client):
 
 
 def test_shell_is_identical_for_own_foreign_and_missing_jobs_with_keys(keyed, job_of_a):
-    job_of_b = keyed.post("/v1/jobs", json=dict(BASEBALL_BODY, options={"seed": 7}), headers=B
-                          ).get_json()["id"]
-    responses = [keyed.get(f"/v1/jobs/{job_id}/view", headers=headers)
-                 for job_id in (job_of_a, job_of_b, "nope", "x" * 64)
-                 for headers in (NO_KEY, A, B, WRONG)]
+    job_of_b = keyed.post(
+        "/v1/jobs", json=dict(BASEBALL_BODY, options={"seed": 7}), headers=B
+    ).get_json()["id"]
+    responses = [
+        keyed.get(f"/v1/jobs/{job_id}/view", headers=headers)
+        for job_id in (job_of_a, job_of_b, "nope", "x" * 64)
+        for headers in (NO_KEY, A, B, WRONG)
+    ]
     shells = {(body, tuple(sorted(headers.items()))) for body, headers in map(_shell, responses)}
     assert len(shells) == 1
-    (body, headers), = shells
+    ((body, headers),) = shells
     html = body.decode()
     for secret in (job_of_a, job_of_b, KEY_A, KEY_B, "Rose", "Cobb"):
         assert secret not in html
@@ -99,10 +124,13 @@ def test_shell_looks_nothing_up(keyed, job_of_a):
 
 def test_json_routes_keep_their_access_control(keyed, job_of_a):
     base = f"/v1/jobs/{job_of_a}"
-    routes = [("get", base, {}), ("post", f"{base}/custom-clusters", {"json": {"element": "Rose"}}),
-              ("get", f"{base}/elements/Rose/similar", {}),
-              ("get", f"{base}/plots/spectrum.png", {}),
-              ("get", f"{base}/plots/custom.png?element=Rose&max_size=3", {})]
+    routes = [
+        ("get", base, {}),
+        ("post", f"{base}/custom-clusters", {"json": {"element": "Rose"}}),
+        ("get", f"{base}/elements/Rose/similar", {}),
+        ("get", f"{base}/plots/spectrum.png", {}),
+        ("get", f"{base}/plots/custom.png?element=Rose&max_size=3", {}),
+    ]
     for method, path, kwargs in routes:
         for headers in (NO_KEY, WRONG, {"Authorization": f"Bearer {KEY_A}x"}):
             problem(keyed.open(method, path, headers=headers, **kwargs), 401, "Authorization")

@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from sca_worker import celery_app
+from sca_worker.jobs import content_hashes, new_job_id, new_record, normalise_options
+from sca_worker.stages import artifact_keys
 from tests.conftest import BASEBALL_S
-from worker import celery_app
-from worker.jobs import content_hashes, new_job_id, new_record, normalise_options
-from worker.stages import artifact_keys
 
 
 def make_job(store, kind="consensus", arrays=None, source=None, options=None):

@@ -7,8 +7,8 @@ import pytest
 from kombu.exceptions import OperationalError
 from redis.exceptions import ConnectionError, OutOfMemoryError, ResponseError
 
-from worker import capacity
-from worker.problems import problem_for, store_full
+from sca_worker import capacity
+from sca_worker.problems import problem_for, store_full
 
 OOM = "command not allowed when used memory > 'maxmemory'."
 

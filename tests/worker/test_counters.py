@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from worker.store import MemoryStore
+from sca_worker.store import MemoryStore
 
 
 @pytest.fixture(params=["memory", "redis"])

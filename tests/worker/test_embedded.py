@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from sca_worker.embedded import EmbeddedRunner, run_job
+from sca_worker.stages import artifact_keys
+from sca_worker.store import MemoryStore
 from tests.worker.conftest import make_job
-from worker.embedded import EmbeddedRunner, run_job
-from worker.stages import artifact_keys
-from worker.store import MemoryStore
 
 
 def test_run_job_in_memory():

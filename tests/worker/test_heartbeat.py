@@ -8,9 +8,9 @@ from types import SimpleNamespace
 
 import pytest
 
+from sca_worker.config import check_settings
+from sca_worker.heartbeat import HEARTBEATS, beat, take_over_stale
 from tests.worker.conftest import make_job
-from worker.config import check_settings
-from worker.heartbeat import HEARTBEATS, beat, take_over_stale
 
 
 def _stale(store, job_id, task="t1", age=100):
@@ -18,8 +18,10 @@ def _stale(store, job_id, task="t1", age=100):
 
 
 def test_beat_adds_held_tasks_and_drops_finished_ones(redis_store):
-    held = [SimpleNamespace(id="a", kwargs={"job_id": "j1"}, args=()),
-            SimpleNamespace(id="b", kwargs={}, args=("j2", 0, {}))]
+    held = [
+        SimpleNamespace(id="a", kwargs={"job_id": "j1"}, args=()),
+        SimpleNamespace(id="b", kwargs={}, args=("j2", 0, {})),
+    ]
     mine = beat(redis_store, held, set())
     assert mine == {"j1|a", "j2|b"}
     assert beat(redis_store, held[1:], mine) == {"j2|b"}
@@ -56,11 +58,14 @@ def test_a_job_taken_over_too_often_fails_with_a_problem(redis_store):
     assert job["status"] == "failed" and job["error"]["type"].endswith("worker-lost")
 
 
-@pytest.mark.parametrize("settings", [
-    {"SCA_TASK_TIME_LIMIT": 3600, "SCA_VISIBILITY_TIMEOUT": 3600},
-    {"SCA_TASK_SOFT_TIME_LIMIT": 3000, "SCA_TASK_TIME_LIMIT": 3000},
-    {"SCA_HEARTBEAT_INTERVAL": 40, "SCA_HEARTBEAT_TIMEOUT": 60},
-])
+@pytest.mark.parametrize(
+    "settings",
+    [
+        {"SCA_TASK_TIME_LIMIT": 3600, "SCA_VISIBILITY_TIMEOUT": 3600},
+        {"SCA_TASK_SOFT_TIME_LIMIT": 3000, "SCA_TASK_TIME_LIMIT": 3000},
+        {"SCA_HEARTBEAT_INTERVAL": 40, "SCA_HEARTBEAT_TIMEOUT": 60},
+    ],
+)
 def test_contradictory_limits_are_refused(settings):
     with pytest.raises(ValueError):
         check_settings(settings)

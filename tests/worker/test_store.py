@@ -7,7 +7,7 @@ import io
 import numpy as np
 import pytest
 
-from worker.store import ArtifactMissing, MemoryStore
+from sca_worker.store import ArtifactMissing, MemoryStore
 
 
 @pytest.fixture(params=["redis", "memory"])
@@ -22,8 +22,11 @@ def store(request):
 
 def test_arrays_round_trip_in_chunks(store):
     rng = np.random.default_rng(0)
-    arrays = {"S": rng.random((30, 30)), "labels": np.arange(30, dtype=np.int32),
-              "kind": np.array("dense")}
+    arrays = {
+        "S": rng.random((30, 30)),
+        "labels": np.arange(30, dtype=np.int32),
+        "kind": np.array("dense"),
+    }
     size = store.save_arrays("a", arrays)
     assert size > store.chunk_bytes
     keys = store._artifact_keys("a")  # the head and its chunks

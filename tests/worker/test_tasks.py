@@ -8,10 +8,10 @@ from celery import chord
 from celery.canvas import _chain
 from celery.exceptions import Ignore
 
+from sca_worker import celery_app, stages, tasks
+from sca_worker.stages import artifact_keys
 from tests.conftest import BASEBALL_PAPER
 from tests.worker.conftest import make_job
-from worker import celery_app, stages, tasks
-from worker.stages import artifact_keys
 
 
 def _blobs():
@@ -66,8 +66,12 @@ def test_cache_reuse_plans(task_store):
     assert stages.plan(task_store, same["id"]) == {"stages": [], "runs": []}
     job = task_store.get_job(same["id"])
     assert job["status"] == "succeeded" and job["cached"] is True
+    # The noise rule's floor comes from seeded null draws: another seed, another spectrum.
     other_seed = make_job(task_store, options={"seed": 7, "split": "gaps"})
-    assert stages.plan(task_store, other_seed["id"])["stages"] == ["iteration"]
+    assert stages.plan(task_store, other_seed["id"])["stages"] == ["spectral", "iteration"]
+    _run_chain(make_job(task_store, options={"rule": "perron"}))
+    perron_seed = make_job(task_store, options={"rule": "perron", "seed": 7, "split": "gaps"})
+    assert stages.plan(task_store, perron_seed["id"])["stages"] == ["iteration"]
     other_k = make_job(task_store, options={"k": 3})
     assert stages.plan(task_store, other_k["id"])["stages"] == ["spectral", "iteration"]
 
@@ -115,11 +119,18 @@ def _names(signature) -> list:
 
 
 def test_canvas_is_a_chain_with_a_chord():
-    steps = {"stages": ["ensemble", "balancing", "spectral", "iteration"],
-             "runs": [{"algorithm": "kmeans", "k": 2, "seed": s} for s in range(3)]}
+    steps = {
+        "stages": ["ensemble", "balancing", "spectral", "iteration"],
+        "runs": [{"algorithm": "kmeans", "k": 2, "seed": s} for s in range(3)],
+    }
     canvas = tasks.job_canvas("j", steps)
-    assert _names(canvas) == [["sca.ensemble_run"] * 3, "sca.ensemble_collect", "sca.balance",
-                              "sca.spectrum", "sca.iterate"]
+    assert _names(canvas) == [
+        ["sca.ensemble_run"] * 3,
+        "sca.ensemble_collect",
+        "sca.balance",
+        "sca.spectrum",
+        "sca.iterate",
+    ]
     plain = tasks.job_canvas("j", {"stages": ["iteration"], "runs": []})
     assert _names(plain) == ["sca.iterate"]
     assert tasks.job_canvas("j", {"stages": [], "runs": []}) is None
@@ -130,6 +141,12 @@ def test_celery_is_json_only_and_tasks_are_named():
     assert conf.task_serializer == conf.result_serializer == "json"
     assert conf.accept_content == ["json"] and not conf.task_always_eager
     assert conf.task_time_limit < conf.broker_transport_options["visibility_timeout"]
-    names = {"sca.start", "sca.ensemble_run", "sca.ensemble_collect", "sca.balance",
-             "sca.spectrum", "sca.iterate"}
+    names = {
+        "sca.start",
+        "sca.ensemble_run",
+        "sca.ensemble_collect",
+        "sca.balance",
+        "sca.spectrum",
+        "sca.iterate",
+    }
     assert names <= set(celery_app.app.tasks)

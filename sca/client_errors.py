@@ -1,0 +1,139 @@
+"""The errors of :mod:`sca.client`: every problem+json answer as a typed exception.
+
+:func:`error_for` picks the :class:`ServiceError` subclass of a response's
+status; each carries ``status``, ``type``, ``title``, ``detail``, ``errors``
+and the whole ``problem``.  :mod:`sca.client` re-exports all of them.
+"""
+
+from __future__ import annotations
+
+
+class ClientError(Exception):
+    """Base of every error this client raises."""
+
+
+class ServiceUnreachable(ClientError):
+    """No HTTP answer (connection refused, DNS failure, timeout)."""
+
+
+class ServiceError(ClientError):
+    """An error answer of the service, with the fields of its problem+json body."""
+
+    def __init__(self, status: int, problem: dict | None = None, response=None):
+        problem = dict(problem or {})
+        self.status = status
+        self.problem = problem
+        self.type = problem.get("type", "about:blank")
+        self.title = problem.get("title", "")
+        self.detail = problem.get("detail", "")
+        self.errors = problem.get("errors") or {}
+        self.response = response
+        super().__init__(f"{status} {self.title}: {self.detail}".strip())
+
+
+class BadRequest(ServiceError):
+    """400: the body is not readable."""
+
+
+class Unauthorized(ServiceError):
+    """401: no or unknown credentials."""
+
+
+class Forbidden(ServiceError):
+    """403: the credentials do not allow this."""
+
+
+class NotFound(ServiceError):
+    """404: unknown job, element or plot."""
+
+
+class Conflict(ServiceError):
+    """409: the job has not succeeded (yet), or a request with the same
+    ``Idempotency-Key`` is still being accepted."""
+
+
+class Gone(ServiceError):
+    """410: the job's cached matrices expired; resubmit."""
+
+
+class PayloadTooLarge(ServiceError):
+    """413: over a size limit."""
+
+
+class UnsupportedMediaType(ServiceError):
+    """415: wrong content type."""
+
+
+class InvalidInput(ServiceError):
+    """422: invalid values; ``errors`` names each field."""
+
+
+class TooManyRequests(ServiceError):
+    """429: over a rate or quota limit."""
+
+
+class ServiceUnavailable(ServiceError):
+    """503: the service's store or broker is unreachable, or (custom clusters) it
+    already runs its most long queries; retry later."""
+
+
+class ServerError(ServiceError):
+    """Any other 5xx."""
+
+
+class JobFailed(ServiceError):
+    """The job ended ``failed``; the fields are those of the job's ``error``."""
+
+    def __init__(self, job: dict):
+        self.job = job
+        error = job.get("error") or {}
+        super().__init__(int(error.get("status", 500)), error)
+
+
+class JobCancelled(ClientError):
+    """The job was cancelled before it finished."""
+
+    def __init__(self, job: dict):
+        self.job = job
+        super().__init__(f"job {job.get('id')} was cancelled")
+
+
+class NotFinished(ClientError):
+    """:meth:`Job.result` on a job still queued or running."""
+
+    def __init__(self, job: dict):
+        self.job = job
+        super().__init__(f"job {job.get('id')} is {job.get('status')}; wait() for it first")
+
+
+class WaitTimeout(ClientError, TimeoutError):
+    """:meth:`Job.wait` gave up before the job finished."""
+
+
+ERRORS = {
+    400: BadRequest,
+    401: Unauthorized,
+    403: Forbidden,
+    404: NotFound,
+    409: Conflict,
+    410: Gone,
+    413: PayloadTooLarge,
+    415: UnsupportedMediaType,
+    422: InvalidInput,
+    429: TooManyRequests,
+    503: ServiceUnavailable,
+}
+
+
+def error_for(response) -> ServiceError:
+    """The typed error of a non-2xx response."""
+    try:
+        problem = response.json()
+    except ValueError:
+        problem = None
+    if not isinstance(problem, dict):
+        problem = {"title": response.reason or "Error", "detail": response.text[:500]}
+    cls = ERRORS.get(response.status_code)
+    if cls is None:
+        cls = ServerError if response.status_code >= 500 else ServiceError
+    return cls(response.status_code, problem, response)

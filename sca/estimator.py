@@ -1,0 +1,362 @@
+"""The stochastic clustering algorithm as a scikit-learn estimator.
+
+:class:`StochasticClustering` runs the same stages as :func:`sca.cluster`
+(consensus, balancing to P = D S D, spectrum, iteration; Meyer & Wessell,
+Fig. 3.1) and keeps the answer as fitted attributes.  ``affinity`` says what
+X is: raw data (an ensemble of k-means runs, or the shared-nearest-neighbour
+measure of Sec. 4.3, builds S), label runs (S = H H^T, never formed), or S
+itself.
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from numbers import Integral
+from types import SimpleNamespace
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClusterMixin
+from sklearn.utils import check_random_state
+
+from .clustering import DEFAULT_MAX_ITERATIONS, DEFAULT_STABLE, DEFAULT_STARTS
+from .diagnostics import confidence
+from .errors import SCAError
+from .iteration import check_iteration_options
+from .pipeline import build_operator, run_stages
+from .spectral import DEFAULT_RULE, check_spectrum_options
+
+try:
+    from sklearn.utils.validation import validate_data
+except ImportError:  # scikit-learn < 1.6
+
+    def validate_data(estimator, X, **kwargs):
+        return estimator._validate_data(X, **kwargs)
+
+
+AFFINITIES = ("ensemble", "snn", "labels", "precomputed")
+#: k of the default ensemble's k-means runs: 2 ... 10 (at most n / 2).
+DEFAULT_ENSEMBLE_KS = range(2, 11)
+#: Runs of the default ensemble per k.
+DEFAULT_ENSEMBLE_RUNS = 10
+#: Neighbours of the shared-nearest-neighbour measure by default (fewer when n is small).
+DEFAULT_SNN_NEIGHBORS = 10
+
+#: The core's name of a faulty input or option -> the estimator's parameter.
+_PARAMETERS = {
+    "options.k": "n_clusters",
+    "options.k_hat": "k_hat",
+    "options.min_k": "min_k",
+    "options.max_k": "max_k",
+    "options.rule": "rule",
+    "options.split": "split",
+    "options.starts": "starts",
+    "options.stable": "stable",
+    "options.max_iterations": "max_iterations",
+    "options.seed": "random_state",
+    "snn.kappa": "n_neighbors",
+    "snn.metric": "metric",
+    "ensemble": "ensemble",
+}
+
+
+def default_ensemble(n: int) -> list[dict]:
+    """The ensemble used on raw data when none is given: k-means at k = 2 ... 10.
+
+    Ten runs at each k from 2 to 10, and at most n / 2 (runs into singletons
+    say nothing): a "Combined" ensemble over several k (Sec. 5), whose
+    consensus holds together what stays together across levels of detail.
+    k-means, not NMF, so that data of any sign is accepted.
+    """
+    ks = [k for k in DEFAULT_ENSEMBLE_KS if k <= max(2, n // 2)]
+    return [{"algorithm": "kmeans", "k": ks, "runs": DEFAULT_ENSEMBLE_RUNS}]
+
+
+class StochasticClustering(ClusterMixin, BaseEstimator):
+    """Stochastic data clustering (Meyer & Wessell): consensus, balancing, spectrum, iteration.
+
+    The consensus S of an ensemble of clusterings is balanced to a doubly
+    stochastic P = D S D (Sec. 2.2-2.3); the number of clusters is read from
+    P's spectrum (Sec. 2.4); the clusters come from the evolution
+    x_t^T = x_{t-1}^T P (Sec. 3).  The stages and their defaults are those
+    of :func:`sca.cluster`; the README's table "The algorithm and its
+    defaults" describes them.
+
+    Parameters
+    ----------
+    n_clusters : int, default=None
+        The number of clusters, 1 <= n_clusters <= n.  None: chosen from the
+        spectrum by ``rule`` (k = 1, "no cluster structure", is a possible
+        answer).  The core's option ``k``.  On raw data the null reference
+        of ``"noise"`` permutes each run's labels and keeps no geometry, so
+        k-means runs on data without groups can still show "structure":
+        give n_clusters when it is known.
+    affinity : {"ensemble", "snn", "labels", "precomputed"}, default="ensemble"
+        What X is.
+
+        - ``"ensemble"``: raw data (rows = elements); S is the consensus of
+          the ``ensemble`` run on it.
+        - ``"snn"``: raw data; S counts shared nearest neighbours (Sec. 4.3,
+          "Using a single measure") among ``n_neighbors`` under ``metric``.
+        - ``"labels"``: label runs, an ``n x r`` integer matrix (one column
+          per clustering; negative = element left out of that run); S = H H^T
+          with H the 0/1 membership matrix, never formed.
+        - ``"precomputed"``: S itself, ``n x n``, symmetric, nonnegative with
+          a positive diagonal (a consensus or any similarity); dense or sparse.
+    ensemble : list of dict, default=None
+        With ``affinity="ensemble"``: ``[{"algorithm": "kmeans" | "nmf",
+        "k": int or list of int, "runs": int}, ...]`` as for
+        :func:`sca.ensemble_labels`.  None: :func:`default_ensemble`
+        (ten k-means runs at each k from 2 to min(10, n / 2)).
+    n_neighbors : int, default=None
+        With ``affinity="snn"``: κ, the neighbours of each element,
+        1 <= κ < n.  None: min(10, n - 1).
+    metric : str, default="euclidean"
+        With ``affinity="snn"``: the distance of the neighbours (a metric of
+        :class:`sklearn.neighbors.NearestNeighbors`).
+    rule : {"noise", "gap", "perron"}, default="noise"
+        How k is read from the spectrum when ``n_clusters`` is None:
+        eigenvalues above the noise floor of a null reference (``"noise"``),
+        the largest gap among λ_min_k ... λ_max_k (``"gap"``), or the Perron
+        cluster of Definition 2.9 (``"perron"``, the paper's).
+    split : {"kmeans", "gaps"}, default="kmeans"
+        How the iterates are cut into clusters: k-means on the rows of a
+        block of k - 1 iterates (``"kmeans"``), or one x_t cut at its k - 1
+        largest gaps (``"gaps"``, the paper's Fig. 3.1).
+    k_hat : int, default=None
+        How many of P's largest eigenvalues to compute (Sec. 3).  None: all
+        when cheap, else grown until one falls below the noise floor.
+    min_k, max_k : int, default=None
+        Bounds on the k that ``rule`` may choose.
+    starts : int, default=1
+        Random initial vectors; with more than one, ``membership_`` is the
+        share of starts placing each element in each cluster.
+    stable : int, default=6
+        Consecutive identical clusterings that end a start.
+    max_iterations : int, default=1000
+        Iteration cap of a start.
+    reconsensus : bool, default=False
+        While the starts disagree, cluster the consensus of their solutions
+        again (at most 10 rounds).
+    random_state : int, RandomState instance or None, default=None
+        Seeds the ensemble, the null reference of ``rule="noise"`` and the
+        starts.  An int is used as the core's ``seed`` as it is, so
+        ``random_state=7`` gives the clustering of ``sca.cluster(...,
+        options={"seed": 7})``; a RandomState (or None, numpy's global one)
+        draws the seed.
+
+    Attributes
+    ----------
+    labels_ : ndarray of shape (n_samples,)
+        Cluster of each element, 0 ... n_clusters_ - 1, numbered in order of
+        first appearance.
+    n_clusters_ : int
+        The number of clusters found (or ``n_clusters`` when given).
+    eigenvalues_ : ndarray of shape (k_hat,)
+        P's largest eigenvalues, descending (λ1 = 1).
+    membership_ : ndarray of shape (n_samples, n_clusters_)
+        With ``starts`` > 1, the share of starts placing each element in each
+        cluster of ``labels_`` (clusters matched across starts); with one
+        start, the one-hot matrix of ``labels_``.  Rows sum to 1.
+    confidence_ : ndarray of shape (n_samples,)
+        For each element, the probability that one step of the walk P stays
+        in its own cluster (its row sum of P over the cluster; Definition 2.7
+        seen from one element).
+    cluster_confidence_ : ndarray of shape (n_clusters_,)
+        The mean of ``confidence_`` over each cluster.
+    noise_floor_ : float or None
+        The noise floor of ``rule="noise"`` (None for the other rules and
+        below n = 30, where k counts the eigenvalues above 1/2).
+    notes_ : list of str
+        Plain-words remarks of the spectral stage (e.g. "no cluster structure").
+    n_iter_ : int
+        Steps of the iteration stage.
+    n_features_in_ : int
+        Columns of X seen in ``fit`` (n for ``"precomputed"``, r for ``"labels"``).
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+        Column names of X, when X has string column names.
+
+    Notes
+    -----
+    There is no ``predict``: placing new elements needs the clustering of
+    the data they join, not this estimator's fitted state alone.
+
+    Examples
+    --------
+    >>> import numpy as np, sca
+    >>> S = np.array([[100, 67, 73, 2, 0, 2], [67, 100, 50, 1, 2, 7],
+    ...               [73, 50, 100, 15, 9, 24], [2, 1, 15, 100, 92, 82],
+    ...               [0, 2, 9, 92, 100, 77], [2, 7, 24, 82, 77, 100]])
+    >>> sca.StochasticClustering(affinity="precomputed", random_state=0).fit_predict(S)
+    array([0, 0, 0, 1, 1, 1])
+    """
+
+    def __init__(
+        self,
+        n_clusters=None,
+        *,
+        affinity="ensemble",
+        ensemble=None,
+        n_neighbors=None,
+        metric="euclidean",
+        rule=DEFAULT_RULE,
+        split="kmeans",
+        k_hat=None,
+        min_k=None,
+        max_k=None,
+        starts=DEFAULT_STARTS,
+        stable=DEFAULT_STABLE,
+        max_iterations=DEFAULT_MAX_ITERATIONS,
+        reconsensus=False,
+        random_state=None,
+    ):
+        self.n_clusters = n_clusters
+        self.affinity = affinity
+        self.ensemble = ensemble
+        self.n_neighbors = n_neighbors
+        self.metric = metric
+        self.rule = rule
+        self.split = split
+        self.k_hat = k_hat
+        self.min_k = min_k
+        self.max_k = max_k
+        self.starts = starts
+        self.stable = stable
+        self.max_iterations = max_iterations
+        self.reconsensus = reconsensus
+        self.random_state = random_state
+
+    def fit(self, X, y=None):
+        """Cluster X (what X is depends on ``affinity``).
+
+        Parameters
+        ----------
+        X : array-like or sparse matrix
+            Raw data ``(n_samples, n_features)`` for ``"ensemble"`` and
+            ``"snn"``; label runs ``(n_samples, n_runs)`` for ``"labels"``;
+            S ``(n_samples, n_samples)`` for ``"precomputed"`` (sparse
+            accepted).
+        y : None
+            Ignored.
+
+        Returns
+        -------
+        self
+        """
+        if self.affinity not in AFFINITIES:
+            raise SCAError(
+                f"affinity must be one of {AFFINITIES}, got {self.affinity!r}", "affinity"
+            )
+        precomputed = self.affinity == "precomputed"
+        X = validate_data(
+            self,
+            X,
+            accept_sparse=("csr", "csc", "coo") if precomputed else False,
+            ensure_min_samples=2,
+        )
+        n = X.shape[0]
+        seed = self._seed()
+        options = {
+            "k": self.n_clusters,
+            "k_hat": self.k_hat,
+            "min_k": self.min_k,
+            "max_k": self.max_k,
+            "rule": self.rule,
+            "split": self.split,
+            "starts": self.starts,
+            "stable": self.stable,
+            "max_iterations": self.max_iterations,
+            "reconsensus": self.reconsensus,
+            "seed": seed,
+        }
+        with _as_parameters():
+            self._check_options(n, options)
+            S = self._operator(X, seed)
+            balanced, spec, result, _ = run_stages(S, options)
+        labels = result.labels.astype(np.int64)
+        k = int(labels.max()) + 1
+        firm = confidence(balanced.P, labels)
+        self.labels_ = labels
+        self.n_clusters_ = k
+        self.eigenvalues_ = np.asarray(spec.eigenvalues, dtype=float)
+        self.membership_ = result.membership if result.membership is not None else np.eye(k)[labels]
+        self.confidence_ = firm["elements"]
+        self.cluster_confidence_ = firm["clusters"]
+        self.noise_floor_ = spec.floor
+        self.notes_ = list(spec.notes)
+        self.n_iter_ = int(result.iterations)
+        return self
+
+    def _seed(self) -> int:
+        rng = check_random_state(self.random_state)  # refuses what numpy cannot seed with
+        if isinstance(self.random_state, Integral) and not isinstance(self.random_state, bool):
+            return int(self.random_state)
+        return int(rng.randint(np.iinfo(np.int32).max))
+
+    @staticmethod
+    def _check_options(n: int, options: dict) -> None:
+        """Refuse bad options before the ensemble runs, with the core's own checks.
+
+        The core's options registry (``sca.options``) replaces these two calls
+        when it lands.
+        """
+        check_spectrum_options(
+            n, options["k"], options["k_hat"], options["min_k"], options["max_k"], options["rule"]
+        )
+        check_iteration_options(
+            SimpleNamespace(n=n),
+            options["k"] or 1,
+            options["starts"],
+            options["stable"],
+            options["max_iterations"],
+            options["split"],
+        )
+
+    def _operator(self, X, seed: int):
+        """The consensus operator of X, built by the core (:func:`sca.pipeline.build_operator`)."""
+        if self.affinity == "precomputed":
+            return build_operator(consensus=X)[0]
+        if self.affinity == "labels":
+            return build_operator(labels=X)[0]
+        if self.affinity == "snn":
+            kappa = (
+                min(DEFAULT_SNN_NEIGHBORS, X.shape[0] - 1)
+                if self.n_neighbors is None
+                else self.n_neighbors
+            )
+            return build_operator(data=X, snn={"kappa": kappa, "metric": self.metric})[0]
+        spec = default_ensemble(X.shape[0]) if self.ensemble is None else self.ensemble
+        return build_operator(data=X, ensemble=spec, seed=seed)[0]
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        if self.affinity == "precomputed":
+            tags.input_tags.pairwise = True
+            tags.input_tags.positive_only = True
+            tags.input_tags.sparse = True
+        if self.affinity == "labels":
+            tags.input_tags.categorical = True
+        return tags
+
+    def _more_tags(self):  # scikit-learn < 1.6
+        return {
+            "pairwise": self.affinity == "precomputed",
+            "requires_positive_X": self.affinity == "precomputed",
+            "X_types": ["2darray", "categorical"]
+            if self.affinity == "labels"
+            else ["2darray", "sparse"]
+            if self.affinity == "precomputed"
+            else ["2darray"],
+        }
+
+
+@contextmanager
+def _as_parameters():
+    """Re-raise the core's input errors under the estimator's parameter names."""
+    try:
+        yield
+    except SCAError as error:
+        field = error.field or ""
+        name = _PARAMETERS.get(field) or ("ensemble" if field.startswith("ensemble") else None)
+        if type(error) is not SCAError or name is None:
+            raise
+        raise SCAError(f"{error} (parameter {name!r})", name) from error

@@ -1,0 +1,231 @@
+"""New elements placed into a finished job (``POST /v1/jobs/{id}/queries``).
+
+Each new element comes in its job's input kind; its consensus row against
+the job's elements (:mod:`sca.newrows`) extends the job's balanced matrix by
+one row and column (:mod:`sca.placement`), on which it gets its cluster
+among the job's, its custom cluster and its most similar elements.  The job
+is not changed.  What the queries read (the balanced operator, the job's
+labels, the ensemble's models, a neighbour index) is kept in the API
+process's operator cache; the custom clusterings of one request share one
+time budget (:mod:`.budget`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from flask import current_app
+
+import sca
+from sca.newrows import check_new_labels
+from sca_worker.jobs import namer
+from sca_worker.stages import artifact_keys
+
+from ..backend import backend
+from ..errors import invalid
+from .operations import balanced, job_ids, succeeded
+
+
+def _state(record: dict) -> dict:
+    """What the queries on a job read besides P, in one entry of the operator cache
+    (so a few jobs' queries do not evict each other's operators): the job's labels,
+    k and clusters' confidence, then, filled in when first needed, the label of each
+    column of H, the ensemble's models, a neighbour index or S's largest diagonal entry."""
+
+    def load():
+        result = backend().store.load_json(artifact_keys(record)["result"])
+        return {
+            "labels": np.asarray(result["labels"], dtype=np.int64),
+            "k": int(result["k"]),
+            "typical": np.asarray(result["cluster_confidence"], dtype=float),
+        }
+
+    return backend().operators.get(f"placement:{artifact_keys(record)['result']}", load)
+
+
+def _lazy(record: dict, name: str, load):
+    state = _state(record)
+    if name not in state:
+        state[name] = load()  # two threads may both load it: the same value
+    return state[name]
+
+
+def input_arrays(record: dict) -> dict:
+    return backend().store.load_arrays(artifact_keys(record)["input"])
+
+
+def _label_columns(record: dict):
+    """``(column_labels, groups)`` of H: from the ensemble's models artifact, or the labels."""
+    if record["kind"] == "labels":
+        return _lazy(record, "columns", lambda: sca.run_columns(input_arrays(record)["labels"]))
+    models = _models(record)
+    return models["columns"], models["column_groups"]
+
+
+def _models(record: dict) -> dict:
+    def load():
+        try:
+            return backend().store.load_arrays(artifact_keys(record)["models"])
+        except KeyError:
+            raise invalid(
+                "elements",
+                "this job's ensemble models were not kept (the job "
+                "predates new-element queries); resubmit it",
+            ) from None
+
+    return _lazy(record, "models", load)
+
+
+def _neighbour_index(record: dict):
+    from sklearn.neighbors import NearestNeighbors
+
+    metric = record["source"]["snn"].get("metric", "euclidean")
+    return _lazy(
+        record, "neighbours", lambda: NearestNeighbors(metric=metric).fit(input_arrays(record)["X"])
+    )
+
+
+def _given(elements: list, kind: str) -> list:
+    """Each element's value of the job's input kind (422 naming the element otherwise)."""
+    values = []
+    for i, element in enumerate(elements):
+        if element.get(kind) is None:
+            other = next(name for name in ("data", "labels", "consensus") if name in element)
+            raise invalid(
+                f"elements[{i}].{other}",
+                f"this job was submitted with {kind}: give elements[{i}].{kind}",
+            )
+        values.append(element[kind])
+    return values
+
+
+def data_matrix(record: dict, values: list) -> np.ndarray:
+    """New rows of features, checked against the job's (422 naming the element)."""
+    snn = record["source"].get("snn") is not None
+    m = _neighbour_index(record).n_features_in_ if snn else _models(record)["models"].shape[1]
+    nmf = not snn and np.any(_models(record)["algorithms"] == "nmf")
+    rows = np.empty((len(values), m))
+    for i, value in enumerate(values):
+        field = f"elements[{i}].data"
+        try:
+            row = np.asarray(value, dtype=float)
+        except (TypeError, ValueError):
+            raise invalid(field, "must be a list of numbers") from None
+        if row.shape != (m,):
+            raise invalid(field, f"needs the job's {m} features, got shape {row.shape}")
+        if not np.all(np.isfinite(row)):
+            raise invalid(field, "has NaN or infinite entries")
+        if nmf and row.min() < 0:
+            raise invalid(field, f"NMF needs nonnegative data; minimum {row.min():g}")
+        rows[i] = row
+    return rows
+
+
+def _rows_of_data(record: dict, P, values: list):
+    """Raw rows: labelled by the ensemble's models, or by their nearest neighbours."""
+    snn = record["source"].get("snn") is not None
+    rows = data_matrix(record, values)
+    if snn:
+        kappa = int(record["source"]["snn"]["kappa"])
+        return sca.neighbour_rows(_neighbour_index(record), P.H, rows, kappa)
+    models = _models(record)
+    labels = sca.ensemble_predict(models["models"], models["groups"], models["algorithms"], rows)
+    columns, groups = _label_columns(record)
+    return sca.label_rows(P.H, columns, groups, labels)
+
+
+def _rows_of_labels(record: dict, P, values: list):
+    columns, groups = _label_columns(record)
+    runs = groups.size - 1
+    for i, value in enumerate(values):
+        check_new_labels(value, runs, f"elements[{i}].labels")
+    return sca.label_rows(P.H, columns, groups, values)
+
+
+def _rows_of_consensus(record: dict, P, values: list, selfs: list):
+    S = P.unscaled()
+    default = _lazy(record, "diagonal", lambda: float(S.diagonal().max()))
+    rows, out = [], []
+    for i, (value, own) in enumerate(zip(values, selfs)):
+        row, s00 = sca.consensus_rows([value], [own], P.n, default, f"elements[{i}].consensus")
+        rows.append(row)
+        out.append(s00[0])
+    return np.hstack(rows), np.asarray(out)
+
+
+def consensus_rows(record: dict, P, elements: list):
+    """``(rows n x q, selfs)`` of the request's new elements, by the job's input kind."""
+    kind = record["kind"]
+    values = _given(elements, kind)
+    if kind == "data":
+        return _rows_of_data(record, P, values)
+    if kind == "labels":
+        return _rows_of_labels(record, P, values)
+    return _rows_of_consensus(record, P, values, [e.get("self") for e in elements])
+
+
+def place(record: dict, request: dict) -> dict:
+    """Each new element's cluster among the job's, custom cluster and most similar elements."""
+    succeeded(record)
+    ids = job_ids(record["id"])
+    P = balanced(record)
+    state = _state(record)
+    labels, k, typical = state["labels"], state["k"], state["typical"]
+    elements = request["elements"]
+    rows, selfs = consensus_rows(record, P, elements)
+    options = {
+        name: request[name]
+        for name in ("min_size", "max_size", "max_iterations", "limit", "custom")
+    }
+    k = request.get("k") or k
+    if k > P.n + 1:
+        raise invalid("k", f"k must be at most n + 1 = {P.n + 1}")
+
+    def one(j, deadline):
+        try:
+            return sca.place(
+                P, labels, rows[:, j], selfs[j], k=k, deadline=deadline, typical=typical, **options
+            )
+        except sca.SCAError as exc:
+            if exc.field != "elements":
+                raise
+            raise invalid(f"elements[{j}]", str(exc)) from None
+
+    def run(deadline):
+        return [one(j, deadline) for j in range(rows.shape[1])]
+
+    placed = current_app.extensions["sca_queries"].run(run) if request["custom"] else run(None)
+    name = namer(ids)
+    out = []
+    for j, (element, found) in enumerate(zip(elements, placed)):
+        own = element.get("id")
+        own = f"new-{j}" if own is None else own
+        answer = {
+            "id": own,
+            "cluster": found.cluster,
+            "confidence": found.confidence,
+            "cluster_mass": found.mass.tolist(),
+            "similar": [{"id": name(i), "score": s} for i, s in found.similar],
+            "balancing": {
+                "scale": found.extension.scale,
+                "deviation": found.extension.deviation,
+                "self": found.extension.corner,
+            },
+        }
+        if found.custom is not None:
+            answer["custom_cluster"] = {
+                # custom_cluster lists the target (the new element, index n) first
+                "cluster": [own]
+                + ([ids[i] for i in found.custom.cluster[1:]] if ids else found.custom.cluster[1:]),
+                "ranked": [{"id": name(i), "score": s} for i, s in found.custom.ranked],
+                "iterations": found.custom.iterations,
+                "k": k,
+            }
+        out.append(answer)
+    # Native numbers throughout (a custom cluster can list thousands of ids), so no
+    # walk through jsonable; the extension's figures are finite by construction.
+    answer = {"job": record["id"], "n": P.n, "k": int(labels.max()) + 1, "elements": out}
+    if request.get("persist"):
+        from .versions import new_version
+
+        answer["version"] = new_version(record, elements, [e["id"] for e in out], rows, selfs)
+    return answer

@@ -1,0 +1,219 @@
+"""Every ```sh, ```bash and ```python block of README.md runs as written.
+
+The blocks run in the README's order in one temporary directory holding the
+repository's files as a fresh clone has them (tracked and not-ignored files;
+no .venv, no .git), so a block may use what an earlier one wrote.  An embedded
+``sca serve`` (no REDIS_URL, no keys) listens on a free port, and ``SCA_URL``
+points there: blocks that talk to the service read ``SCA_URL`` with the
+default ``http://127.0.0.1:8000`` (the address of ``make serve``).  Shell
+blocks run under ``bash -euo pipefail``; each Python block in its own
+interpreter (the environment's, first on PATH as ``python``/``python3``/``sca``).
+
+A block preceded by ``<!-- not run: <reason> -->`` is skipped (Docker, a real
+Redis, the two make commands); ```text and ```console fences are never run.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from ..conftest import ROOT, free_port, stop_process
+
+README = ROOT / "README.md"
+RUN = {"sh": "sh", "bash": "sh", "shell": "sh", "python": "python", "py": "python"}
+NOT_RUN = re.compile(r"^<!--\s*not run:\s*(?P<reason>.+?)\s*-->$")
+FENCE = re.compile(r"^(?P<fence>```+|~~~+)\s*(?P<lang>[\w+-]*)")
+BLOCK_TIMEOUT = 240  # below pytest's timeout, so a stuck block is reported as such
+
+
+@dataclass
+class Block:
+    line: int  # 1-based line of the opening fence
+    lang: str  # "sh" or "python", or the fence's word when not run
+    code: str
+    skip: str | None  # why it is not run
+
+    @property
+    def name(self) -> str:
+        return f"README.md:{self.line}:{self.lang}"
+
+
+def blocks(text: str) -> list[Block]:
+    """The fenced blocks of ``text`` with the language they run in and why they do not."""
+    found, lines, i = [], text.splitlines(), 0
+    while i < len(lines):
+        match = FENCE.match(lines[i])
+        if not match:
+            i += 1
+            continue
+        start, fence, word = i, match["fence"], match["lang"].lower()
+        i += 1
+        body = []
+        while i < len(lines) and not lines[i].startswith(fence):
+            body.append(lines[i])
+            i += 1
+        i += 1
+        before = next((line.strip() for line in reversed(lines[:start]) if line.strip()), "")
+        marked = NOT_RUN.match(before)
+        lang = RUN.get(word)
+        skip = (marked["reason"] if marked else None) if lang else f"a ```{word or 'plain'} fence"
+        found.append(Block(start + 1, lang or word, "\n".join(body) + "\n", skip))
+    return found
+
+
+BLOCKS = blocks(README.read_text(encoding="utf-8"))
+RUNNABLE = [b for b in BLOCKS if b.lang in ("sh", "python")]
+
+
+def _clone_files() -> list[Path]:
+    """The files a fresh clone has: git's tracked and untracked-but-not-ignored files."""
+    try:
+        out = subprocess.run(
+            ["git", "ls-files", "-co", "--exclude-standard", "-z"],
+            cwd=ROOT,
+            capture_output=True,
+            check=True,
+            timeout=60,
+        ).stdout
+    except (OSError, subprocess.SubprocessError):
+        out = b""
+    if out:
+        return [Path(name) for name in out.decode().split("\0") if name]
+    skip = {".git", ".venv", "__pycache__", ".pytest_cache", "build", "dist"}
+    return [
+        path.relative_to(ROOT)
+        for path in ROOT.rglob("*")
+        if path.is_file()
+        and not skip.intersection(path.relative_to(ROOT).parts)
+        and not path.relative_to(ROOT).parts[0].startswith(".venv")
+    ]
+
+
+@pytest.fixture(scope="module")
+def clone(tmp_path_factory) -> Path:
+    target = tmp_path_factory.mktemp("clone")
+    for name in _clone_files():
+        source = ROOT / name
+        if source.is_file():
+            (target / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, target / name)
+    return target
+
+
+def _environment(url: str | None = None) -> dict:
+    env = {k: v for k, v in os.environ.items() if not (k.startswith("SCA_") or k == "REDIS_URL")}
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    env["MPLBACKEND"] = "Agg"
+    env["PYTHONUNBUFFERED"] = "1"
+    if url:
+        env["SCA_URL"] = url
+    return env
+
+
+@pytest.fixture(scope="module")
+def service(clone, tmp_path_factory):
+    """The embedded default (``sca serve`` without REDIS_URL) on a free port; its URL."""
+    port = free_port()
+    log = (tmp_path_factory.mktemp("serve") / "serve.log").open("w+")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "sca_service.cli", "serve", "--port", str(port)],
+        cwd=clone,
+        env=_environment(),
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while not _answers(url):
+            if process.poll() is not None or time.monotonic() > deadline:
+                log.seek(0)
+                pytest.fail(
+                    f"sca serve did not answer /healthz (exit {process.poll()}): "
+                    f"{log.read()[-2000:]}"
+                )
+            time.sleep(0.1)
+        yield url
+    finally:
+        stop_process(process, 10)
+        _kill_group(process)
+        log.close()
+
+
+def _answers(url: str) -> bool:
+    import requests
+
+    try:
+        return requests.get(url + "/healthz", timeout=1).status_code == 200
+    except requests.RequestException:
+        return False
+
+
+def test_the_readme_has_runnable_blocks_of_both_kinds():
+    kinds = {b.lang for b in RUNNABLE if b.skip is None}
+    assert kinds == {"sh", "python"}, [b.name for b in BLOCKS]
+
+
+@pytest.mark.parametrize("block", [b for b in RUNNABLE if b.skip is None], ids=lambda b: b.name)
+def test_blocks_reach_the_service_through_sca_url(block):
+    """A block that names the service's address lets SCA_URL replace it."""
+    if re.search(r"(localhost|127\.0\.0\.1):8000", block.code):
+        assert "SCA_URL" in block.code, (
+            f"{block.name} names :8000 without SCA_URL: use ${{SCA_URL:-http://127.0.0.1:8000}} "
+            f"(shell) or os.environ.get('SCA_URL', 'http://127.0.0.1:8000') (Python), "
+            f"or mark it <!-- not run: reason -->"
+        )
+
+
+@pytest.mark.parametrize("block", RUNNABLE, ids=lambda b: b.name)
+def test_block_runs_as_written(block, clone, service):
+    if block.skip is not None:
+        pytest.skip(f"marked not run: {block.skip}")
+    if block.lang == "sh":
+        command = ["bash", "-euo", "pipefail", "-c", block.code]
+    else:
+        command = [sys.executable, "-c", block.code]
+    # A session of its own: whatever the block starts is stopped with it.
+    proc = subprocess.Popen(
+        command,
+        cwd=clone,
+        env=_environment(service),
+        text=True,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
+    try:
+        stdout, stderr = proc.communicate(timeout=BLOCK_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        _kill_group(proc)
+        stdout, stderr = proc.communicate()
+        pytest.fail(
+            f"{block.name} still running after {BLOCK_TIMEOUT} s (a server in a block? "
+            f"mark it <!-- not run: reason -->)\n--- stderr\n{stderr[-3000:]}"
+        )
+    finally:
+        _kill_group(proc)
+    assert proc.returncode == 0, (
+        f"{block.name} exited with {proc.returncode}\n--- block\n{block.code}"
+        f"--- stdout\n{stdout[-3000:]}\n--- stderr\n{stderr[-3000:]}"
+    )
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass

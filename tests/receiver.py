@@ -1,0 +1,88 @@
+"""A real webhook receiver for tests: an ``http.server`` thread on 127.0.0.1.
+
+It answers each POST with the next status of ``statuses`` (the last one
+repeats), after ``delay`` seconds, and records every request; :func:`verify`
+checks a signature the way the README tells receivers to.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+def verify(secret: str, header: str, body: bytes, tolerance: int = 300) -> bool:
+    """Whether ``SCA-Signature: t=...,v1=...`` signs ``body`` with ``secret``."""
+    fields = dict(part.split("=", 1) for part in header.split(",") if "=" in part)
+    try:
+        t = int(fields["t"])
+    except (KeyError, ValueError):
+        return False
+    expected = hmac.new(secret.encode(), f"{t}.".encode() + body, hashlib.sha256).hexdigest()
+    return abs(time.time() - t) <= tolerance and hmac.compare_digest(expected, fields.get("v1", ""))
+
+
+class Receiver:
+    def __init__(self, statuses=(200,), delay: float = 0.0, headers: dict | None = None):
+        self.statuses, self.delay, self.extra = list(statuses), delay, headers or {}
+        self.requests: list[dict] = []
+        self.arrived = threading.Condition()
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):  # noqa: N802 - http.server's name
+                body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                with receiver.arrived:
+                    index = len(receiver.requests)
+                    receiver.requests.append(
+                        {
+                            "path": self.path,
+                            "headers": dict(self.headers),
+                            "body": body,
+                            "at": time.monotonic(),
+                        }
+                    )
+                    receiver.arrived.notify_all()
+                time.sleep(receiver.delay)
+                status = receiver.statuses[min(index, len(receiver.statuses) - 1)]
+                self.send_response(status)
+                for name, value in receiver.extra.items():
+                    self.send_header(name, value)
+                self.send_header("Content-Length", "2")
+                self.end_headers()
+                self.wfile.write(b"ok")
+
+            do_GET = do_POST  # a followed redirect would arrive here
+
+            def log_message(self, *args):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+        self.url = f"http://127.0.0.1:{self.server.server_port}/hook"
+
+    def wait(self, count: int, timeout: float = 60) -> list[dict]:
+        """The first ``count`` requests, once they have arrived."""
+        deadline = time.monotonic() + timeout
+        with self.arrived:
+            while len(self.requests) < count:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise AssertionError(
+                        f"{len(self.requests)} of {count} webhook requests arrived in {timeout} s"
+                    )
+                self.arrived.wait(remaining)
+            return self.requests[:count]
+
+    def payload(self, index: int) -> dict:
+        return json.loads(self.requests[index]["body"])
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()

@@ -1,0 +1,80 @@
+"""The API's schemas come from the core's options registry and refuse what it refuses."""
+
+from __future__ import annotations
+
+import pytest
+
+from sca import options as registry
+from sca_service.jobs.schemas import (
+    SimilarQuerySchema,
+    custom_cluster_schema_class,
+    job_request_schema,
+)
+from tests.conftest import BASEBALL_BODY
+from tests.service.conftest import load_spec, problem
+
+LIMITS = {"SCA_MAX_K": 50, "SCA_MAX_K_HAT": 60, "SCA_MAX_ITERATIONS": 70, "SCA_MAX_STARTS": 80}
+
+
+def test_the_schemas_have_the_registry_s_fields():
+    options = job_request_schema(LIMITS).fields["options"].schema
+    assert set(options.fields) == {o.name for o in registry.options_for("job")}
+    custom = custom_cluster_schema_class(70)()
+    assert set(custom.fields) == {o.name for o in registry.options_for("custom", "custom")}
+    assert set(SimilarQuerySchema().fields) == {"limit", "method"}
+
+
+def test_the_spec_s_options_are_the_registry_s():
+    properties = load_spec()["components"]["schemas"]["Options"]["properties"]
+    assert list(properties) == [o.name for o in registry.options_for("job")]
+    for option in registry.options_for("job"):
+        assert properties[option.name].get("default") == option.default, option.name
+        assert properties[option.name].get("minimum") == option.minimum, option.name
+
+
+def test_the_spec_s_queries_agree_with_the_registry():
+    """The custom-cluster request and the similar query are written by hand in the
+    spec: their names, defaults and minimums are the registry's."""
+    spec = load_spec()
+    custom = spec["components"]["schemas"]["CustomClusterRequest"]["properties"]
+    similar = {
+        p["name"]: p["schema"]
+        for p in spec["paths"]["/v1/jobs/{id}/elements/{element}/similar"]["get"]["parameters"]
+        if p.get("in") == "query"
+    }
+    for properties, group in ((custom, "custom"), (similar, "similar")):
+        assert set(properties) == {o.name for o in registry.options_for(group, group)}
+        for option in registry.options_for(group, group):
+            assert properties[option.name].get("default") == option.default, option.name
+            assert properties[option.name].get("minimum") == option.minimum, option.name
+            if option.choices:
+                assert properties[option.name]["enum"] == list(option.choices), option.name
+
+
+@pytest.mark.parametrize(
+    "options, field",
+    [
+        ({"k": 3, "k_hat": 3}, "options.k_hat"),  # the gap after λ_k needs λ_(k+1)
+        ({"k": 51}, "options.k"),  # over SCA_MAX_K
+        ({"starts": 81}, "options.starts"),
+        ({"min_k": 3, "max_k": 2}, "options.max_k"),
+        ({"rule": "perron", "k_hat": 1}, "options.k_hat"),
+        ({"tol": 1e-9}, "options.tol"),  # the command line's, not the API's
+    ],
+)
+def test_the_api_refuses_what_the_core_refuses(make_client, options, field):
+    client = make_client(**LIMITS)
+    body = problem(client.post("/v1/jobs", json={**BASEBALL_BODY, "options": options}), 422, field)
+    if field == "options.k_hat" and "k" in options:
+        assert "exceed k = 3" in " ".join(body["errors"][field])
+
+
+def test_k_hat_above_k_is_accepted(idle_client):
+    response = idle_client.post("/v1/jobs", json={**BASEBALL_BODY, "options": {"k": 3, "k_hat": 4}})
+    assert response.status_code == 202, response.get_data(as_text=True)
+
+
+def test_the_spec_s_input_kinds_are_the_registry_s():
+    schemas = load_spec()["components"]["schemas"]
+    assert schemas["JobUpload"]["properties"]["input"]["enum"] == list(registry.INPUT_NAMES)
+    assert set(registry.INPUT_NAMES) <= set(schemas["JobRequest"]["properties"])
