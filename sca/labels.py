@@ -1,0 +1,336 @@
+"""The label-matrix operator: ``S = H H^T`` read off the label runs themselves.
+
+The membership matrix H of ``r`` label runs (Meyer & Wessell, Sec. 1 and 3)
+has exactly one 1 per run in each row, so the ``n x r`` label matrix, in
+the smallest unsigned integer type that holds its labels, says all that H
+does in a fraction of the memory (one byte per entry for runs of up to 256
+labels, against twelve for a sparse H).  :class:`LabelOperator` keeps that
+matrix (a ``.npy`` stays memory-mapped), packs runs in groups whose
+combined codes fit a byte, and computes every product with S from the
+packed codes in row blocks (:mod:`sca.kernels`): ``H^T x`` as weighted
+counts, ``H y`` as gathers, the ``K x K`` Gram matrix ``H^T D^2 H`` as
+weighted counts of pairs of codes.  Each is a map over row blocks followed
+by a sum of small arrays, so the label matrix may also be a Dask array
+whose chunks live on other machines (docs/scale.md).
+"""
+
+from __future__ import annotations
+
+from functools import cached_property
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.sparse import csgraph
+
+from . import kernels
+from .factored import FactoredOperator
+from .operators import ConsensusOperator
+
+#: Combined codes of a group of runs fit a byte.
+PACKED_CODES = 256
+#: Up to this many packed codes (elements x groups) the products use the sparse
+#: one-hot matrix Hp of the packed codes (12 bytes a code), else the count kernels.
+SPARSE_PACKED_MAX = 400_000_000
+#: ... and for a null draw (held beside S's) up to this many.
+NULL_SPARSE_MAX = 50_000_000
+#: From this many elements the Gram matrix is counted from the packed codes.
+JOINT_MIN_N = 20_000
+#: Label runs whose labels span more than this (in all) are renumbered first.
+_SPAN_SLACK = 1024
+_BLOCK_ROWS = 1 << 16
+
+
+def is_dask(array) -> bool:
+    return type(array).__module__.startswith("dask.")
+
+
+def smallest_unsigned(top: int) -> np.dtype:
+    """The smallest unsigned integer dtype holding ``0..top``."""
+    for dtype in (np.uint8, np.uint16, np.uint32):
+        if top <= np.iinfo(dtype).max:
+            return np.dtype(dtype)
+    return np.dtype(np.uint64)
+
+
+def label_spans(L) -> np.ndarray | None:
+    """Run j's labels ``0..spans[j]-1`` when the ``n x r`` label matrix ``L`` suits
+    :class:`LabelOperator` (every element in every run, labels not much sparser
+    than n); None when H must be the sparse matrix of the labels used."""
+    n, r = L.shape
+    if is_dask(L):
+        low, high = (np.asarray(v) for v in (L.min(axis=0), L.max(axis=0)))
+    else:
+        low, high = np.full(r, np.iinfo(np.int64).max), np.full(r, -1)
+        for lo in range(0, n, _BLOCK_ROWS):
+            block = L[lo : lo + _BLOCK_ROWS]
+            low, high = np.minimum(low, block.min(axis=0)), np.maximum(high, block.max(axis=0))
+    if low.min() < 0 or high.sum() + r > 4 * n + _SPAN_SLACK:
+        return None
+    return high.astype(np.int64) + 1
+
+
+def label_operator(L) -> LabelOperator | None:
+    """The operator of an ``n x r`` label matrix with every element in every run
+    and labels ``0..m`` not much sparser than n; None otherwise (the caller
+    then builds the sparse H).  ``L`` is used as is when its dtype is already
+    the smallest that holds its labels (a memory-mapped ``.npy`` is not read
+    into memory); otherwise it is converted in row blocks."""
+    spans = label_spans(L)
+    if spans is None:
+        return None
+    n, r = L.shape
+    dtype = smallest_unsigned(int(spans.max()) - 1)
+    if L.dtype != dtype:
+        if is_dask(L):
+            L = L.astype(dtype)
+        else:
+            codes = np.empty((n, r), dtype=dtype)
+            for lo in range(0, n, _BLOCK_ROWS):
+                codes[lo : lo + _BLOCK_ROWS] = L[lo : lo + _BLOCK_ROWS]
+            L = codes
+    return LabelOperator(L, spans)
+
+
+def _packing(spans: np.ndarray):
+    """Runs grouped while the product of their spans fits :data:`PACKED_CODES`:
+    ``(runs per group, radix per run, bin offsets, marginal matrix M)``.
+
+    M (bins x K, sparse 0/1) maps a group's combined code to its runs'
+    columns of H, so ``H = Hp M`` with Hp the one-hot matrix of combined codes.
+    """
+    groups: list[list[int]] = []
+    current: list[int] = []
+    width = 1
+    for j, span in enumerate(spans):
+        if current and width * span > PACKED_CODES:
+            groups.append(current)
+            current, width = [], 1
+        current.append(j)
+        width *= int(span)
+    groups.append(current)
+    offsets = np.concatenate([[0], np.cumsum(spans)])
+    radix = np.ones(spans.size, dtype=np.int64)
+    sizes: list[int] = []
+    rows: list[np.ndarray] = []
+    cols: list[np.ndarray] = []
+    for runs in groups:
+        radix[runs] = np.cumprod(np.concatenate([[1], spans[runs][:-1]]))
+        size = int(np.prod(spans[runs]))
+        code = np.arange(size)
+        for j in runs:
+            rows.append(sum(sizes) + code)
+            cols.append(offsets[j] + (code // radix[j]) % spans[j])
+        sizes.append(size)
+    binoff = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    M = sp.csr_array(
+        (np.ones(sum(r.size for r in rows)), (np.concatenate(rows), np.concatenate(cols))),
+        shape=(int(binoff[-1]), int(offsets[-1])),
+    )
+    return groups, radix, binoff, M
+
+
+def _pack(block: np.ndarray, groups, radix) -> np.ndarray:
+    """Combined codes ``(g, rows)`` of a block of rows of the label matrix."""
+    block = np.asarray(block)
+    one_byte = block.dtype.itemsize == 1
+    dtype = smallest_unsigned(PACKED_CODES - 1) if one_byte else np.dtype(np.uint32)
+    out = np.empty((len(groups), block.shape[0]), dtype=dtype)
+    for a, runs in enumerate(groups):
+        acc = block[:, runs[0]].astype(dtype)
+        for j in runs[1:]:
+            acc += block[:, j].astype(dtype) * dtype.type(radix[j])
+        out[a] = acc
+    return out
+
+
+class LabelOperator(FactoredOperator):
+    """``S = H H^T`` from the ``n x r`` label matrix ``codes`` (every element in
+    every run; run j's labels in ``0..spans[j]-1``); H is never formed.
+
+    A subclass of :class:`FactoredOperator`: every stage sees the same
+    operator, and what is not computed from the labels here falls back to
+    the sparse H, built on first use.
+    """
+
+    kind = "labels"
+
+    def __init__(self, codes, spans, scale=None, packing=None, sparse: bool = True):
+        ConsensusOperator.__init__(self, codes.shape[0], scale)
+        self.codes = codes
+        self.spans = np.asarray(spans, dtype=np.int64)
+        self.groups = np.concatenate([[0], np.cumsum(self.spans)])
+        self._packing = packing
+        self._sparse = sparse and not is_dask(codes)
+
+    # -- the packed codes ---------------------------------------------------
+    @property
+    def packing(self):
+        """``(groups, radix, binoff, M, packed, cache)``, built once and shared by scalings."""
+        if self._packing is None:
+            groups, radix, binoff, M = _packing(self.spans)
+            if is_dask(self.codes):
+                codes = self.codes.rechunk({1: -1})
+                packed = codes.map_blocks(
+                    lambda block: _pack(block, groups, radix).T,
+                    dtype=np.uint8 if codes.dtype.itemsize == 1 else np.uint32,
+                    chunks=(codes.chunks[0], (len(groups),)),
+                ).T.persist()
+            else:
+                packed = np.concatenate(
+                    [
+                        _pack(self.codes[lo : lo + _BLOCK_ROWS], groups, radix)
+                        for lo in range(0, self.n, _BLOCK_ROWS)
+                    ],
+                    axis=1,
+                )
+            self._packing = (groups, radix, binoff, M, packed, {})
+        return self._packing
+
+    @property
+    def _hp(self):
+        """The sparse one-hot matrix of the packed codes (``H = Hp M``), or None
+        where it would take too much memory (or the codes are a Dask array)."""
+        *_, binoff, _, packed, cache = self.packing
+        if not self._sparse or packed.size > SPARSE_PACKED_MAX:
+            return None
+        if "hp" not in cache:
+            g = packed.shape[0]
+            index = np.int32 if binoff[-1] < 2**31 and packed.size < 2**31 else np.int64
+            indices = (packed.T.astype(index) + binoff[:-1].astype(index)).ravel()
+            indptr = np.arange(0, indices.size + 1, g, dtype=index)
+            cache["hp"] = sp.csr_array(
+                (np.ones(indices.size), indices, indptr), shape=(self.n, int(binoff[-1]))
+            )
+        return cache["hp"]
+
+    def _map(self, kernel, *by_row):
+        """``kernel(packed[:, block], binoff, *(a[block] for a in by_row))`` for each
+        block of rows, summed; the in-memory form is one block."""
+        _, _, binoff, _, packed, _ = self.packing
+        if not is_dask(packed):
+            return getattr(kernels, kernel)(packed, binoff, *by_row)
+        import dask
+
+        parts, lo = [], 0
+        for block, size in zip(packed.to_delayed().ravel(), packed.chunks[1]):
+            parts.append(
+                dask.delayed(getattr(kernels, kernel))(
+                    block, binoff, *(a[lo : lo + size] for a in by_row)
+                )
+            )
+            lo += size
+        results = dask.compute(*parts)
+        return np.concatenate(results) if kernel == "mat" else sum(results)
+
+    def _mat(self, table):
+        """``Hp table``: gathered per row block (concatenated, not summed)."""
+        _, _, binoff, _, packed, _ = self.packing
+        if not is_dask(packed):
+            return kernels.mat(packed, binoff, table)
+        import dask
+
+        parts = [
+            dask.delayed(kernels.mat)(block, binoff, table) for block in packed.to_delayed().ravel()
+        ]
+        return np.concatenate(dask.compute(*parts))
+
+    @property
+    def _small(self) -> bool:
+        """Whether every group's combined codes fit a byte (pairs of them: 65536 counts)."""
+        return int(np.diff(self.packing[2]).max()) <= PACKED_CODES
+
+    # -- the operator ----------------------------------------------------------
+    @property
+    def n_clusters(self) -> int:
+        return int(self.groups[-1])
+
+    @cached_property
+    def H(self):
+        """The sparse membership matrix, for the few uses not computed here."""
+        codes = np.asarray(self.codes)
+        index = np.int32 if self.n * self.spans.size < 2**31 else np.int64
+        indices = (codes.astype(index) + self.groups[:-1].astype(index)).ravel()
+        indptr = np.arange(0, indices.size + 1, self.spans.size, dtype=index)
+        return sp.csr_array(
+            (np.ones(indices.size), indices, indptr), shape=(self.n, self.n_clusters)
+        )
+
+    def _product(self, X):
+        M, Hp = self.packing[3], self._hp
+        X2 = X.reshape(self.n, -1)
+        counts = self._map("rmat", X2) if Hp is None else Hp.T @ X2  # Hp^T X
+        table = M @ (M.T @ counts)  # M M^T Hp^T X, per combined code
+        return (self._mat(table) if Hp is None else Hp @ table).reshape(X.shape)
+
+    def _raw_diagonal(self):
+        return np.full(self.n, float(self.spans.size))
+
+    def _raw_entries(self, rows, cols):
+        codes = self.codes
+        a, b = codes[np.asarray(rows)], codes[np.asarray(cols)]
+        return np.asarray((np.asarray(a) == np.asarray(b)).sum(axis=1), dtype=float)
+
+    within_sums = ConsensusOperator.within_sums
+    _sandwich = ConsensusOperator._sandwich
+
+    def gram(self, dtype=np.float64) -> np.ndarray:
+        """``(DH)^T (DH)`` from weighted counts of pairs of combined codes (below
+        :data:`JOINT_MIN_N` elements, dense products of H's row blocks are cheaper)."""
+        if not self._small or (self.n < JOINT_MIN_N and not is_dask(self.codes)):
+            return super().gram(dtype)
+        groups, _, binoff, M, _, _ = self.packing
+        w = np.ones(self.n) if self.scale is None else self.scale**2
+        counts = self._map("joint", w)
+        sizes = np.diff(binoff)
+        G = np.zeros((self.n_clusters, self.n_clusters))
+        cols = [slice(self.groups[runs[0]], self.groups[runs[-1] + 1]) for runs in groups]
+        marginal = [M[binoff[a] : binoff[a + 1]].toarray()[:, cols[a]] for a in range(len(groups))]
+        for a in range(len(groups)):
+            for b in range(a, len(groups)):
+                block = marginal[a].T @ counts[a, b, : sizes[a], : sizes[b]] @ marginal[b]
+                G[cols[a], cols[b]] += block
+                if b > a:
+                    G[cols[b], cols[a]] += block.T
+        return G.astype(dtype, copy=False)
+
+    def components(self):
+        """Components of the cluster graph (as :meth:`FactoredOperator._pattern`:
+        each element joins its run-0 cluster to its others), read at run 0."""
+        groups, radix, binoff, M, _, _ = self.packing
+        if not self._small:
+            return super().components()
+        counts = self._map("joint0", np.ones(self.n))  # group 0 against every group
+        first = M[: binoff[1], : self.spans[0]].toarray()  # combined code -> run-0 label
+        K = self.n_clusters
+        graph = np.zeros((K, K), dtype=bool)
+        for b in range(len(groups)):
+            seen = counts[b, : binoff[1], : binoff[b + 1] - binoff[b]] > 0
+            graph[: self.spans[0]] |= (first.T @ seen @ M[binoff[b] : binoff[b + 1]].toarray()) > 0
+        _, labels = csgraph.connected_components(sp.csr_array(graph), directed=False)
+        run0 = np.asarray(self.codes[:, 0])
+        count_labels = np.unique(labels[run0], return_inverse=True)
+        return int(count_labels[0].size), count_labels[1].ravel()
+
+    def _with_scale(self, scale):
+        return LabelOperator(self.codes, self.spans, scale, self._packing, self._sparse)
+
+    def null_draw(self, rng):
+        """Each run's labels permuted over the elements, as
+        :meth:`FactoredOperator.null_draw` draws them (the same draw)."""
+        perm = rng.permutation(self.n)
+        shifts = rng.integers(0, self.n, self.spans.size)
+        # A global shuffle: the Dask form gathers the labels for it (docs/scale.md).
+        codes = np.asarray(self.codes)[perm]
+        for j, shift in enumerate(shifts):
+            codes[:, j] = np.roll(codes[:, j], shift)
+        if is_dask(self.codes):
+            import dask.array as da
+
+            codes = da.from_array(codes, chunks=self.codes.chunks)
+        # the null's own sparse Hp would double the memory of the largest inputs
+        return LabelOperator(
+            codes, self.spans, sparse=self.n * len(self.packing[0]) <= NULL_SPARSE_MAX
+        )
+
+    def _state(self):
+        return {"codes": np.asarray(self.codes), "spans": self.spans}

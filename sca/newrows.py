@@ -1,0 +1,148 @@
+"""The consensus row of a new element, from what each input kind gives of it.
+
+:mod:`sca.placement` needs, for a new element, its similarities ``s`` to the
+``n`` elements of a finished clustering and its self-similarity ``s_00``.
+Each input kind gives them its own way (Meyer & Wessell, Sec. 1 and 4.3):
+
+* label runs (and an ensemble on raw data, whose runs label the new row with
+  the models they learned, :func:`sca.ensemble.ensemble_predict`): its label
+  in each run picks one column of the membership matrix H per run, its row
+  ``h`` of H, so ``s = H h`` (= ``h H^T``: the runs it shares with each
+  element) and ``s_00`` the runs it is in, without forming S;
+* shared nearest neighbours: its ``κ`` nearest neighbours among the job's
+  elements ``N``; ``s_i = |N_i ∩ N|`` with the job's neighbourhoods ``N_i``
+  kept, ``s_00 = κ + 1`` (itself and its neighbours);
+* a consensus or similarity matrix: the row itself, and its diagonal entry.
+
+Every function takes ``q`` new elements at once and returns ``(rows,
+selfs)``: ``rows`` is ``n x q``, one element per column.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+from .errors import SCAError
+from .labels import label_spans
+
+#: Largest K x q block of new elements' rows of H formed densely.
+_DENSE_H_ENTRIES = 4_000_000
+
+
+def run_columns(labels) -> tuple[np.ndarray, np.ndarray]:
+    """The label each column of H stands for, and the runs' column offsets.
+
+    Run j owns columns ``groups[j]:groups[j+1]`` of H in increasing label
+    order, laid out as :func:`sca.inputs.membership_operator` lays them out:
+    one per label ``0..spans[j]-1`` for the label operator
+    (:func:`sca.labels.label_spans`), else one per label the run uses (as
+    :func:`sca.inputs.membership_factors` numbers them).  Returns
+    ``(column_labels, groups)``.
+    """
+    L = np.asarray(labels)
+    L = L[:, None] if L.ndim == 1 else L
+    spans = label_spans(L)
+    if spans is not None:
+        columns = [np.arange(span) for span in spans]
+        return np.concatenate(columns).astype(np.int64), np.concatenate([[0], np.cumsum(spans)])
+    columns, groups = [], [0]
+    for j in range(L.shape[1]):
+        used = np.unique(L[:, j][L[:, j] >= 0])
+        columns.append(used)
+        groups.append(groups[-1] + used.size)
+    return np.concatenate(columns).astype(np.int64), np.asarray(groups, dtype=np.int64)
+
+
+def check_new_labels(new_labels, runs: int, field: str = "labels") -> np.ndarray:
+    """New elements' labels, ``q x runs`` integers (negative: not in that run)."""
+    try:
+        L = np.asarray(new_labels)
+    except (TypeError, ValueError) as exc:  # ragged
+        raise SCAError(f"{field} must be integers, one per run: {exc}", field) from None
+    L = L[None, :] if L.ndim == 1 else L
+    if L.ndim != 2 or L.shape[1] != runs:
+        raise SCAError(
+            f"{field} needs one label per run of the job ({runs}), got shape {L.shape}", field
+        )
+    if (
+        L.dtype.kind == "f"
+        and np.all(np.isfinite(L))
+        and np.all(L == np.round(L))
+        and (not L.size or np.abs(L).max() <= 2.0**53)
+    ):
+        L = L.astype(np.int64)
+    if L.dtype.kind not in "iu":
+        raise SCAError(f"{field} must hold integers", field)
+    return L.astype(np.int64)
+
+
+def label_rows(
+    H, column_labels, groups, new_labels, field: str = "labels"
+) -> tuple[np.ndarray, np.ndarray]:
+    """Consensus rows ``H h`` of new elements given by their label in each run.
+
+    A label no element of the job has in that run (or a negative one) joins
+    no column: the new element then shares that run with nobody.
+    """
+    runs = groups.size - 1
+    L = check_new_labels(new_labels, runs, field)
+    q = L.shape[0]
+    row_parts, col_parts = [], []
+    for j in range(runs):
+        lo, hi = groups[j], groups[j + 1]
+        used = column_labels[lo:hi]
+        pos = np.searchsorted(used, L[:, j])
+        hit = (L[:, j] >= 0) & (pos < used.size)
+        hit[hit] &= used[pos[hit]] == L[hit, j]
+        row_parts.append(lo + pos[hit])
+        col_parts.append(np.flatnonzero(hit))
+    rows, cols = np.concatenate(row_parts), np.concatenate(col_parts)
+    if H.shape[1] * q <= _DENSE_H_ENTRIES:  # a dense h makes H h one sparse-dense product
+        h = np.zeros((H.shape[1], q))
+        h[rows, cols] = 1.0
+        S_rows = H @ h
+    else:
+        h = sp.csc_array((np.ones(rows.size), (rows, cols)), shape=(H.shape[1], q))
+        S_rows = (H @ h).toarray()
+    return np.asarray(S_rows, dtype=float), (L >= 0).sum(axis=1).astype(float)
+
+
+def neighbour_rows(index, A, X_new, kappa: int) -> tuple[np.ndarray, np.ndarray]:
+    """Consensus rows of new elements under shared nearest neighbours.
+
+    ``index`` is a fitted :class:`sklearn.neighbors.NearestNeighbors` on the
+    job's data, ``A`` the job's ``n x n`` neighbourhood matrix (row i is
+    ``N_i``, :func:`sca.inputs.snn_operator`).
+    """
+    _, near = index.kneighbors(np.asarray(X_new, dtype=float), n_neighbors=int(kappa))
+    q, n = near.shape[0], A.shape[0]
+    N = sp.csc_array(
+        (np.ones(near.size), (near.ravel(), np.repeat(np.arange(q), kappa))), shape=(n, q)
+    )
+    N.data[:] = 1.0
+    return np.asarray((A @ N).toarray(), dtype=float), np.full(q, float(kappa) + 1.0)
+
+
+def consensus_rows(
+    rows, selfs, n: int, default_self: float, field: str = "consensus"
+) -> tuple[np.ndarray, np.ndarray]:
+    """New elements' similarity rows, checked: ``q x n`` in, ``n x q`` out.
+
+    ``selfs`` (None entries allowed) default to ``default_self``.
+    """
+    try:
+        R = np.asarray(rows, dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise SCAError(f"{field} must be a row of {n} numbers: {exc}", field) from None
+    R = R[None, :] if R.ndim == 1 else R
+    if R.ndim != 2 or R.shape[1] != n:
+        raise SCAError(
+            f"{field} needs one similarity per element of the job ({n}), got shape {R.shape}", field
+        )
+    if not np.all(np.isfinite(R)) or (R.size and R.min() < 0):
+        raise SCAError(f"{field} must hold finite nonnegative similarities", field)
+    out = np.array([default_self if v is None else float(v) for v in selfs], dtype=float)
+    if out.shape != (R.shape[0],) or not np.all(np.isfinite(out)) or np.any(out <= 0):
+        raise SCAError(f"{field}: self-similarities must be positive numbers", field)
+    return np.ascontiguousarray(R.T), out
