@@ -44,9 +44,23 @@ class RedisProcess:
 
     def start(self, wait_url: str | None = None) -> None:
         self.process = subprocess.Popen(
-            [self.binary, "--port", str(self.port), "--dir", str(self.directory),
-             "--appendonly", "yes", "--appendfsync", "always", "--save", "", *self.extra],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            [
+                self.binary,
+                "--port",
+                str(self.port),
+                "--dir",
+                str(self.directory),
+                "--appendonly",
+                "yes",
+                "--appendfsync",
+                "always",
+                "--save",
+                "",
+                *self.extra,
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         deadline = time.monotonic() + 15
         while not answers(wait_url or self.url):
             if time.monotonic() > deadline or self.process.poll() is not None:
@@ -63,18 +77,41 @@ class Worker:
 
     def __init__(self, env: dict, log: Path, name: str, concurrency: int = 1):
         self.log = log
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "worker", "worker", "--loglevel", "INFO",
-             "--concurrency", str(concurrency), "--hostname", f"{name}@%h",
-             "--without-mingle", "--without-gossip"],
-            cwd=ROOT, env=env, stdout=open(log, "w"), stderr=subprocess.STDOUT,
-            start_new_session=True)
+        # The child keeps its own copy of the descriptor; ours is closed at once.
+        with open(log, "w") as out:
+            self.process = self._start(env, name, concurrency, out)
         deadline = time.monotonic() + 60
         while "ready." not in log.read_text():
             if self.process.poll() is not None or time.monotonic() > deadline:
                 self.kill()
                 raise RuntimeError(f"worker did not start:\n{log.read_text()[-3000:]}")
             time.sleep(0.1)
+
+    @staticmethod
+    def _start(env: dict, name: str, concurrency: int, out) -> subprocess.Popen:
+        return subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "celery",
+                "-A",
+                "worker",
+                "worker",
+                "--loglevel",
+                "INFO",
+                "--concurrency",
+                str(concurrency),
+                "--hostname",
+                f"{name}@%h",
+                "--without-mingle",
+                "--without-gossip",
+            ],
+            cwd=ROOT,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
 
     def signal(self, signum: int) -> None:
         """Send ``signum`` to the main process and its pool (SIGSTOP pauses, SIGCONT resumes)."""
@@ -104,9 +141,16 @@ def worker_env(url: str, prefix: str, fast_takeover: bool = True, **extra) -> di
     """The environment of a worker on Redis ``url`` under key ``prefix``: one BLAS thread,
     short heartbeats when ``fast_takeover``, plus ``extra`` settings."""
     env = dict(os.environ)
-    env.update(REDIS_URL=url, SCA_KEY_PREFIX=prefix, SCA_JOB_TTL="600", OMP_NUM_THREADS="1",
-               OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1", PYTHONPATH=str(ROOT),
-               **(FAST_TAKEOVER if fast_takeover else {}))
+    env.update(
+        REDIS_URL=url,
+        SCA_KEY_PREFIX=prefix,
+        SCA_JOB_TTL="600",
+        OMP_NUM_THREADS="1",
+        OPENBLAS_NUM_THREADS="1",
+        MKL_NUM_THREADS="1",
+        PYTHONPATH=str(ROOT),
+        **(FAST_TAKEOVER if fast_takeover else {}),
+    )
     env.update({k: str(v) for k, v in extra.items()})
     return env
 
@@ -115,10 +159,18 @@ class Api:
     """The API in Redis mode, served over HTTP from a thread."""
 
     def __init__(self, url: str, prefix: str, **config):
-        from service import create_app
+        from sca_service import create_app
 
-        app = create_app({"REDIS_URL": url, "SCA_KEY_PREFIX": prefix, "SCA_JOB_TTL": 600,
-                          "SCA_API_KEYS": KEY, "SCA_REDIS_TIMEOUT": 3, **config})
+        app = create_app(
+            {
+                "REDIS_URL": url,
+                "SCA_KEY_PREFIX": prefix,
+                "SCA_JOB_TTL": 600,
+                "SCA_API_KEYS": KEY,
+                "SCA_REDIS_TIMEOUT": 3,
+                **config,
+            }
+        )
         self.app = app
         self.server = make_server("127.0.0.1", free_port(), app, threaded=True)
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
@@ -144,8 +196,11 @@ class Api:
 def leukemia_job(api: Api, runs: int, seed: int) -> str:
     """Submit an ensemble of ``runs`` NMF clusterings of the leukemia data; the job's id."""
     files = {"file": ("X.csv", (DATA / "leukemia" / "X.csv").read_bytes(), "text/csv")}
-    form = {"input": "data", "ensemble": json.dumps([{"algorithm": "nmf", "k": 6, "runs": runs}]),
-            "options": json.dumps({"ensemble_seed": seed})}
+    form = {
+        "input": "data",
+        "ensemble": json.dumps([{"algorithm": "nmf", "k": 6, "runs": runs}]),
+        "options": json.dumps({"ensemble_seed": seed}),
+    }
     response = api.request("post", "/v1/jobs", files=files, data=form, timeout=60)
     assert response.status_code == 202, response.text
     return response.json()["id"]

@@ -16,6 +16,7 @@ import pytest
 
 from tests.conftest import BASEBALL_BODY, BASEBALL_TEAMS, answers, free_port, stop_process
 from tests.integration.faults import Api, Worker, worker_env
+
 #: Options of the API: no keys (anonymous) and short Redis timeouts, so that 503s come fast.
 OPEN = {"SCA_API_KEYS": "", "SCA_ALLOW_ANONYMOUS": 1, "SCA_REDIS_TIMEOUT": 3}
 
@@ -32,9 +33,24 @@ def make_ca(directory: Path, name: str) -> tuple[Path, Path]:
         pytest.fail("the TLS test needs the openssl command")
     key, cert = directory / f"{name}.key", directory / f"{name}.crt"
     _openssl("ecparam", "-name", "prime256v1", "-genkey", "-noout", "-out", key.name, cwd=directory)
-    _openssl("req", "-x509", "-new", "-key", key.name, "-subj", f"/CN={name}", "-days", "1",
-             "-addext", "basicConstraints=critical,CA:TRUE",
-             "-addext", "keyUsage=critical,keyCertSign,cRLSign", "-out", cert.name, cwd=directory)
+    _openssl(
+        "req",
+        "-x509",
+        "-new",
+        "-key",
+        key.name,
+        "-subj",
+        f"/CN={name}",
+        "-days",
+        "1",
+        "-addext",
+        "basicConstraints=critical,CA:TRUE",
+        "-addext",
+        "keyUsage=critical,keyCertSign,cRLSign",
+        "-out",
+        cert.name,
+        cwd=directory,
+    )
     return cert, key
 
 
@@ -42,14 +58,33 @@ def make_server_cert(directory: Path, ca_cert: Path, ca_key: Path) -> tuple[Path
     """A server certificate for 127.0.0.1 / localhost signed by the CA: certificate, key."""
     key, csr, cert = directory / "server.key", directory / "server.csr", directory / "server.crt"
     ext = directory / "server.ext"
-    ext.write_text("subjectAltName=IP:127.0.0.1,DNS:localhost\nbasicConstraints=CA:FALSE\n"
-                   "keyUsage=critical,digitalSignature\nextendedKeyUsage=serverAuth\n")
+    ext.write_text(
+        "subjectAltName=IP:127.0.0.1,DNS:localhost\nbasicConstraints=CA:FALSE\n"
+        "keyUsage=critical,digitalSignature\nextendedKeyUsage=serverAuth\n"
+    )
     _openssl("ecparam", "-name", "prime256v1", "-genkey", "-noout", "-out", key.name, cwd=directory)
-    _openssl("req", "-new", "-key", key.name, "-subj", "/CN=127.0.0.1", "-out", csr.name,
-             cwd=directory)
-    _openssl("x509", "-req", "-in", csr.name, "-CA", str(ca_cert), "-CAkey", str(ca_key),
-             "-set_serial", "1", "-days", "1", "-extfile", ext.name, "-out", cert.name,
-             cwd=directory)
+    _openssl(
+        "req", "-new", "-key", key.name, "-subj", "/CN=127.0.0.1", "-out", csr.name, cwd=directory
+    )
+    _openssl(
+        "x509",
+        "-req",
+        "-in",
+        csr.name,
+        "-CA",
+        str(ca_cert),
+        "-CAkey",
+        str(ca_key),
+        "-set_serial",
+        "1",
+        "-days",
+        "1",
+        "-extfile",
+        ext.name,
+        "-out",
+        cert.name,
+        cwd=directory,
+    )
     return cert, key
 
 
@@ -70,19 +105,41 @@ class TlsRedis:
         self.port = free_port()
         self.url = rediss_url(self.port, self.ca_cert)
         log = directory / "redis.log"
-        self.process = subprocess.Popen(
-            [binary, "--port", "0", "--tls-port", str(self.port), "--tls-cert-file", str(cert),
-             "--tls-key-file", str(key), "--tls-ca-cert-file", str(self.ca_cert),
-             "--tls-auth-clients", "no", "--save", "", "--appendonly", "no",
-             "--dir", str(directory)],
-            stdout=open(log, "w"), stderr=subprocess.STDOUT)
+        with open(log, "w") as out:  # the child keeps its own copy of the descriptor
+            self.process = subprocess.Popen(
+                [
+                    binary,
+                    "--port",
+                    "0",
+                    "--tls-port",
+                    str(self.port),
+                    "--tls-cert-file",
+                    str(cert),
+                    "--tls-key-file",
+                    str(key),
+                    "--tls-ca-cert-file",
+                    str(self.ca_cert),
+                    "--tls-auth-clients",
+                    "no",
+                    "--save",
+                    "",
+                    "--appendonly",
+                    "no",
+                    "--dir",
+                    str(directory),
+                ],
+                stdout=out,
+                stderr=subprocess.STDOUT,
+            )
         deadline = time.monotonic() + 15
         while not answers(self.url):
             if self.process.poll() is not None or time.monotonic() > deadline:
                 self.stop()
-                pytest.fail(f"redis-server did not answer over TLS on port {self.port}: is it "
-                            f"built with TLS support (BUILD_TLS=yes)?  Its log:\n"
-                            f"{log.read_text()[-2000:]}")
+                pytest.fail(
+                    f"redis-server did not answer over TLS on port {self.port}: is it "
+                    f"built with TLS support (BUILD_TLS=yes)?  Its log:\n"
+                    f"{log.read_text()[-2000:]}"
+                )
             time.sleep(0.05)
 
     def stop(self) -> None:
@@ -99,8 +156,10 @@ def tls_redis(tmp_path):
 
 def test_rediss_broker_backend_and_store_with_a_verified_ca(tls_redis, tmp_path):
     # Not served without TLS, nor to a client verifying against another CA.
-    for url in (f"redis://127.0.0.1:{tls_redis.port}/0",
-                rediss_url(tls_redis.port, tls_redis.other_ca)):
+    for url in (
+        f"redis://127.0.0.1:{tls_redis.port}/0",
+        rediss_url(tls_redis.port, tls_redis.other_ca),
+    ):
         api = Api(url, f"sca-tls-{uuid.uuid4().hex[:6]}:", **OPEN)
         try:
             response = api.request("get", "/readyz")
