@@ -1,7 +1,7 @@
 """The Celery application: JSON only, late acknowledgement, limits from settings.
 
 ``create_celery(settings)`` builds an app from a settings mapping (see
-:mod:`worker.config`); the module-level :data:`app` is the one
+:mod:`sca_worker.config`); the module-level :data:`app` is the one
 ``celery -A worker worker`` runs.  The API builds its own client app from
 its Flask config with the same function and sends tasks by name only.
 """
@@ -40,17 +40,20 @@ def ssl_options(url: str) -> dict | None:
 
 
 def celery_config(settings: Mapping) -> dict:
-    """Celery's configuration for resolved settings (see :func:`worker.config.resolve`)."""
+    """Celery's configuration for resolved settings (see :func:`sca_worker.config.resolve`)."""
     url = settings["REDIS_URL"]
     timeout = settings["SCA_REDIS_TIMEOUT"]
-    transport = {"visibility_timeout": settings["SCA_VISIBILITY_TIMEOUT"],
-                 "socket_timeout": timeout, "socket_connect_timeout": timeout}
+    transport = {
+        "visibility_timeout": settings["SCA_VISIBILITY_TIMEOUT"],
+        "socket_timeout": timeout,
+        "socket_connect_timeout": timeout,
+    }
     tls = ssl_options(url)
     full_wait = settings["SCA_STORE_FULL_WAIT"]
     return {
         "broker_url": url,
         # A transport and (create_celery: the app's backend_cls) a result backend
-        # that ride out a full Redis (see worker.broker).
+        # that ride out a full Redis (see sca_worker.broker).
         "broker_transport": TRANSPORT,
         "result_backend": url,
         # A refused write in the consumer restarts it rather than end the worker.
@@ -80,10 +83,13 @@ def celery_config(settings: Mapping) -> dict:
         "broker_connection_max_retries": None,  # a worker waits for Redis to come back
         # A finished stage publishes the next one; ride out a Redis restart, or
         # a full Redis for about SCA_STORE_FULL_WAIT seconds, meanwhile.
-        "task_publish_retry_policy": {"max_retries": max(60, full_wait // 2),
-                                      "interval_start": 0.5, "interval_step": 0.5,
-                                      "interval_max": 2},
-        "task_default_queue": QUEUE,
+        "task_publish_retry_policy": {
+            "max_retries": max(60, full_wait // 2),
+            "interval_start": 0.5,
+            "interval_step": 0.5,
+            "interval_max": 2,
+        },
+        "task_default_queue": settings["SCA_KEY_PREFIX"] + QUEUE,
         "worker_hijack_root_logger": False,
     }
 
@@ -93,7 +99,7 @@ def create_celery(settings: Mapping) -> Celery:
     store it uses is ``app.sca_store``, its heartbeat watchdog ``app.sca_watchdog``."""
     settings = resolve(settings)
     settings["REDIS_URL"] = settings["REDIS_URL"] or LOCAL_REDIS
-    app = Celery("sca", include=["worker.tasks"])
+    app = Celery("sca", include=["sca_worker.tasks", "sca_worker.webhook_tasks"])
     app.backend_cls = RedisBackend  # on result_backend's URL
     app.config_from_object(celery_config(settings))
     app.sca_settings = settings
@@ -105,7 +111,11 @@ def create_celery(settings: Mapping) -> Celery:
 def get_store(app: Celery) -> ArtifactStore:
     """The app's store, created on first use (after the worker has forked)."""
     if app.sca_store is None:
-        app.sca_store = store_from_settings(app.sca_settings)
+        from .webhooks import via_celery
+
+        store = store_from_settings(app.sca_settings)
+        via_celery(store, app)  # jobs finished here announce themselves by a task
+        app.sca_store = store
     return app.sca_store
 
 
@@ -139,15 +149,22 @@ def _start_watchdog(sender=None, **kwargs):
     if settings is None:
         return
     store = store_from_settings(settings)
+    from .webhooks import via_celery
+
+    via_celery(store, celery)  # the jobs it fails (takeovers given up) announce themselves
     _warn_about_redis(store)
-    watchdog = Watchdog(store,
-                        lambda job_id: celery.send_task("sca.start", kwargs={"job_id": job_id}),
-                        settings["SCA_HEARTBEAT_INTERVAL"], settings["SCA_HEARTBEAT_TIMEOUT"],
-                        settings["SCA_MAX_TAKEOVERS"])
+    watchdog = Watchdog(
+        store,
+        lambda job_id: celery.send_task("sca.start", kwargs={"job_id": job_id}),
+        settings["SCA_HEARTBEAT_INTERVAL"],
+        settings["SCA_HEARTBEAT_TIMEOUT"],
+        settings["SCA_MAX_TAKEOVERS"],
+    )
     watchdog.start()
     celery.sca_watchdog = watchdog
-    logging.getLogger(__name__).info("watchdog: resuming jobs whose tasks stop beating for "
-                                     "%ss", watchdog.timeout)
+    logging.getLogger(__name__).info(
+        "watchdog: resuming jobs whose tasks stop beating for %ss", watchdog.timeout
+    )
 
 
 @signals.task_received.connect

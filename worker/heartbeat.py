@@ -63,8 +63,9 @@ def _job_id(request) -> str | None:
 
 def beat(store, requests, previous: set[str]) -> set[str]:
     """Beat for the tasks this worker holds; forget those it finished since last time."""
-    members = {f"{job_id}|{request.id}" for request in requests
-               if (job_id := _job_id(request)) is not None}
+    members = {
+        f"{job_id}|{request.id}" for request in requests if (job_id := _job_id(request)) is not None
+    }
     key = _zset(store)
     with store.client.pipeline(transaction=False) as pipe:
         stamp = time.time()
@@ -87,8 +88,14 @@ def take_over_stale(store, send_start, timeout: float, max_takeovers: int) -> li
         if client.zrem(key, member) != 1:
             continue  # another watchdog claimed it
         job_id = member.split("|", 1)[0]
-        if _take_over(store, send_start, job_id, timeout, max_takeovers,
-                      f"task {member.split('|', 1)[1]} stopped beating"):
+        if _take_over(
+            store,
+            send_start,
+            job_id,
+            timeout,
+            max_takeovers,
+            f"task {member.split('|', 1)[1]} stopped beating",
+        ):
             resumed.append(job_id)
     return resumed
 
@@ -99,7 +106,7 @@ def take_over_idle(store, send_start, timeout: float, max_takeovers: int) -> lis
     silent = client.zrangebyscore(key, 0, time.time() - timeout)
     if not silent:
         return []
-    waiting = b"\n".join(client.lrange(QUEUE, 0, -1))
+    waiting = b"\n".join(client.lrange(store.key(QUEUE), 0, -1))
     held = {raw.split(b"|", 1)[0] for raw in client.zrange(_zset(store), 0, -1)}
     resumed = []
     for raw in silent:
@@ -112,15 +119,17 @@ def take_over_idle(store, send_start, timeout: float, max_takeovers: int) -> lis
         if job_id.encode() in waiting or job_id.encode() in held:
             alive(store, job_id)  # waiting its turn in the queue, or running
             continue
-        if _take_over(store, send_start, job_id, timeout, max_takeovers,
-                      "no task of it is queued or running"):
+        if _take_over(
+            store, send_start, job_id, timeout, max_takeovers, "no task of it is queued or running"
+        ):
             alive(store, job_id)
             resumed.append(job_id)
     return resumed
 
 
-def _take_over(store, send_start, job_id: str, timeout: float, max_takeovers: int,
-               why: str) -> bool:
+def _take_over(
+    store, send_start, job_id: str, timeout: float, max_takeovers: int, why: str
+) -> bool:
     record = store.get_job(job_id)
     if record is None or record["status"] not in ACTIVE:
         return False
@@ -132,10 +141,18 @@ def _take_over(store, send_start, job_id: str, timeout: float, max_takeovers: in
         return False
     count = int(count)
     if count > max_takeovers:
-        fail(store, job_id, problem(
-            "worker-lost", "Worker lost", 500,
-            f"the workers running this job stopped {count} times; it was given up "
-            f"(see the worker logs)", record.get("stage") or record["stages"][0]))
+        fail(
+            store,
+            job_id,
+            problem(
+                "worker-lost",
+                "Worker lost",
+                500,
+                f"the workers running this job stopped {count} times; it was given up "
+                f"(see the worker logs)",
+                record.get("stage") or record["stages"][0],
+            ),
+        )
         log.error("job %s: given up after %d takeovers", job_id, count)
         return False
     log.warning("job %s: %s; resuming the job (takeover %d)", job_id, why, count)
@@ -180,10 +197,8 @@ class Watchdog(threading.Thread):
                 with self._lock:
                     self._mine = held | (self._mine - previous)
                 if time.monotonic() >= self._refused_until:
-                    take_over_stale(self.store, self.send_start, self.timeout,
-                                    self.max_takeovers)
-                    take_over_idle(self.store, self.send_start, self.timeout,
-                                   self.max_takeovers)
+                    take_over_stale(self.store, self.send_start, self.timeout, self.max_takeovers)
+                    take_over_idle(self.store, self.send_start, self.timeout, self.max_takeovers)
             except Exception as exc:  # Redis away or full: try again at the next round
                 if store_full(exc):
                     self._refused_until = time.monotonic() + self.timeout

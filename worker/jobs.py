@@ -1,6 +1,6 @@
 """Jobs: their records, content hashes and the names of their artifacts.
 
-A job is a hash in the store (see :mod:`worker.store`) created by the API
+A job is a hash in the store (see :mod:`sca_worker.store`) created by the API
 before any task runs, so an unknown id is simply absent (the API answers 404;
 Celery would call it PENDING).  The heavy data live in content-addressed
 artifacts shared by every job with the same input:
@@ -35,17 +35,16 @@ from datetime import datetime, timezone
 
 import numpy as np
 
-from sca.pipeline import DEFAULTS
+from sca.options import options_for
 
 STAGES = ("ensemble", "balancing", "spectral", "iteration")
 ACTIVE = ("queued", "running")
 
 #: Options of the spectral and iteration stages with the core's defaults
-#: (:data:`sca.pipeline.DEFAULTS`), and the ensemble's seed.
-SPECTRAL_OPTIONS = {k: DEFAULTS[k] for k in ("k", "k_hat", "rule", "min_k", "max_k")}
-ITERATION_OPTIONS = {k: DEFAULTS[k] for k in ("seed", "starts", "stable", "max_iterations",
-                                              "split", "trace", "reconsensus")}
-ENSEMBLE_OPTIONS = {"ensemble_seed": 0}
+#: (the registry, :mod:`sca.options`), and the ensemble's seed.
+SPECTRAL_OPTIONS = {o.name: o.default for o in options_for("job", stages=("spectral",))}
+ITERATION_OPTIONS = {o.name: o.default for o in options_for("job", stages=("iteration",))}
+ENSEMBLE_OPTIONS = {o.name: o.default for o in options_for("job", stages=("ensemble",))}
 DEFAULT_OPTIONS = {**SPECTRAL_OPTIONS, **ITERATION_OPTIONS, **ENSEMBLE_OPTIONS}
 
 
@@ -63,7 +62,7 @@ def _digest(*parts) -> str:
         if isinstance(part, np.ndarray):
             a = np.ascontiguousarray(part)
             h.update(f"{a.dtype.str}{a.shape}".encode())
-            h.update(memoryview(a).cast("B"))
+            h.update(memoryview(a).cast("B"))  # type: ignore[arg-type]  # ndarray is a buffer
         else:
             h.update(json.dumps(part, sort_keys=True, separators=(",", ":")).encode())
         h.update(b"\x00")
@@ -77,17 +76,25 @@ def normalise_options(options: Mapping | None) -> dict:
     return merged
 
 
-def content_hashes(kind: str, arrays: Mapping[str, np.ndarray], source: Mapping,
-                   options: Mapping, scope: str = "") -> dict:
+def content_hashes(
+    kind: str, arrays: Mapping[str, np.ndarray], source: Mapping, options: Mapping, scope: str = ""
+) -> dict:
     """The four cache keys of a job (see the module docstring).
 
     ``source`` holds what shapes S besides the arrays: the ensemble spec and
     seed, or the SNN parameters.
     """
-    h_input = _digest("input", scope, kind, dict(source),
-                      *[x for name in sorted(arrays) for x in (name, arrays[name])])
+    h_input = _digest(
+        "input",
+        scope,
+        kind,
+        dict(source),
+        *[x for name in sorted(arrays) for x in (name, arrays[name])],
+    )
     h_balance = _digest("balance", h_input)
-    h_spectrum = _digest("spectrum", h_balance, {k: options[k] for k in SPECTRAL_OPTIONS})
+    # The noise rule's null draws follow the seed, so its spectrum depends on it.
+    seed = options["seed"] if options["rule"] == "noise" else None
+    h_spectrum = _digest("spectrum", h_balance, {k: options[k] for k in SPECTRAL_OPTIONS}, seed)
     h_result = _digest("result", h_spectrum, {k: options[k] for k in ITERATION_OPTIONS})
     return {"input": h_input, "balance": h_balance, "spectrum": h_spectrum, "result": h_result}
 
@@ -99,15 +106,35 @@ def job_stages(kind: str, source: Mapping) -> list[str]:
     return list(STAGES[1:])
 
 
-def new_record(job_id: str, kind: str, n: int, source: Mapping, options: Mapping,
-               hashes: Mapping, runs_total: int = 0, owner: str | None = None) -> dict:
+def new_record(
+    job_id: str,
+    kind: str,
+    n: int,
+    source: Mapping,
+    options: Mapping,
+    hashes: Mapping,
+    runs_total: int = 0,
+    owner: str | None = None,
+) -> dict:
     stamp = now()
     return {
-        "id": job_id, "status": "queued", "stage": None, "created": stamp, "updated": stamp,
-        "kind": kind, "n": int(n), "source": dict(source), "options": dict(options),
-        "hashes": dict(hashes), "stages": job_stages(kind, source),
-        "runs_total": int(runs_total), "runs_done": 0, "cached": False,
-        "owner": owner, "task_id": None, "error": None,
+        "id": job_id,
+        "status": "queued",
+        "stage": None,
+        "created": stamp,
+        "updated": stamp,
+        "kind": kind,
+        "n": int(n),
+        "source": dict(source),
+        "options": dict(options),
+        "hashes": dict(hashes),
+        "stages": job_stages(kind, source),
+        "runs_total": int(runs_total),
+        "runs_done": 0,
+        "cached": False,
+        "owner": owner,
+        "task_id": None,
+        "error": None,
     }
 
 
@@ -128,8 +155,9 @@ def progress(record: Mapping) -> float:
 
 def timings(record: Mapping) -> dict:
     """Seconds spent per stage (summed over parallel tasks), from ``t:<stage>`` fields."""
-    return {stage: round(float(record[f"t:{stage}"]), 6)
-            for stage in STAGES if f"t:{stage}" in record}
+    return {
+        stage: round(float(record[f"t:{stage}"]), 6) for stage in STAGES if f"t:{stage}" in record
+    }
 
 
 def jsonable(value):
@@ -162,15 +190,22 @@ def with_ids(result: Mapping, ids: list | None) -> dict:
     name = namer(ids)
     out["clusters"] = [[name(i) for i in members] for members in result["clusters"]]
     if out.get("trace"):
-        out["trace"] = [dict(step, clusters=None if step.get("clusters") is None else
-                             [[name(i) for i in members] for members in step["clusters"]])
-                        for step in out["trace"]]
+        out["trace"] = [
+            dict(
+                step,
+                clusters=None
+                if step.get("clusters") is None
+                else [[name(i) for i in members] for members in step["clusters"]],
+            )
+            for step in out["trace"]
+        ]
     return out
 
 
-#: The broker's list of waiting messages (Celery's ``task_default_queue``).
-QUEUE = "sca"
-#: Sorted set of active jobs by their last sign of life (see :mod:`worker.heartbeat`).
+#: The broker's list of waiting messages (Celery's ``task_default_queue``), under
+#: the key prefix: deployments sharing one Redis database never take each other's tasks.
+QUEUE = "queue"
+#: Sorted set of active jobs by their last sign of life (see :mod:`sca_worker.heartbeat`).
 ALIVE = "alive"
 
 

@@ -10,6 +10,7 @@ import uuid
 
 import pytest
 
+from sca_worker.jobs import QUEUE
 from tests.integration.faults import FAST_TAKEOVER, Api, RedisProcess, Worker, worker_env
 from tests.integration.test_faults import leukemia_job
 
@@ -31,8 +32,10 @@ def redis_with_aof(tmp_path):
 def test_redis_restart_mid_ensemble_never_leaves_a_job_running(redis_with_aof, tmp_path, round_):
     prefix = f"sca-aof-{uuid.uuid4().hex[:6]}:"
     api = Api(redis_with_aof.url, prefix)
-    workers = [Worker(worker_env(redis_with_aof.url, prefix), tmp_path / f"w{i}.log", f"aof{i}")
-               for i in range(2)]
+    workers = [
+        Worker(worker_env(redis_with_aof.url, prefix), tmp_path / f"w{i}.log", f"aof{i}")
+        for i in range(2)
+    ]
     try:
         job_id = leukemia_job(api, runs=24, seed=100 + round_)
         deadline = time.monotonic() + 60
@@ -74,13 +77,12 @@ def test_a_job_whose_messages_were_lost_is_taken_over(redis_with_aof, tmp_path, 
             workers.append(Worker(env, tmp_path / "first.log", "lost0"))
             job_id = leukemia_job(api, runs=40, seed=201)
             deadline = time.monotonic() + 60
-            while int(api.get(f"/v1/jobs/{job_id}").json().get("ensemble", {})
-                      .get("done", 0)) < 2:
+            while int(api.get(f"/v1/jobs/{job_id}").json().get("ensemble", {}).get("done", 0)) < 2:
                 assert time.monotonic() < deadline, "the ensemble did not start"
                 time.sleep(0.05)
             workers.pop().process.kill()  # no worker left to finish the runs
         client = redis.Redis.from_url(redis_with_aof.url)
-        client.delete("sca", "unacked", "unacked_index")  # every message gone
+        client.delete(prefix + QUEUE, "unacked", "unacked_index")  # every message gone
         client.delete(f"{prefix}heartbeats")
         workers.append(Worker(env, tmp_path / "second.log", "lost1"))
         started = time.monotonic()
