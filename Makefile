@@ -61,7 +61,7 @@ lint: install-test
 
 test: lint
 	@echo "make: running the test suite (pytest; it starts Redis and Celery workers as it needs)"
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest --durations=25
 	@$(MAKE) --no-print-directory test-pythons
 
 # The core tests (numerics, command line, plots) in $(VENV).

@@ -150,10 +150,10 @@ def test_cancel_stops_tasks_and_leaves_no_artifacts(api, celery_worker, store, r
     assert not [k for k in redis_client.scan_iter(f"{store.prefix}*") if job_id.encode() in k]
 
 
-def test_a_pickled_task_message_is_refused(celery_worker, redis_url, api):
+def test_a_pickled_task_message_is_refused(celery_worker, redis_url, prefix, api):
     from sca_worker.celery_app import create_celery
 
-    client = create_celery({"REDIS_URL": redis_url})
+    client = create_celery({"REDIS_URL": redis_url, "SCA_KEY_PREFIX": prefix})
     client.send_task("sca.start", kwargs={"job_id": "pickled"}, serializer="pickle")
     deadline = time.monotonic() + 20
     while "untrusted content of type pickle" not in celery_worker.read_text():

@@ -80,7 +80,7 @@ def test_a_job_whose_messages_were_lost_is_taken_over(redis_with_aof, tmp_path, 
             while int(api.get(f"/v1/jobs/{job_id}").json().get("ensemble", {}).get("done", 0)) < 2:
                 assert time.monotonic() < deadline, "the ensemble did not start"
                 time.sleep(0.05)
-            workers.pop().process.kill()  # no worker left to finish the runs
+            workers.pop().kill()  # no worker left to finish the runs
         client = redis.Redis.from_url(redis_with_aof.url)
         client.delete(prefix + QUEUE, "unacked", "unacked_index")  # every message gone
         client.delete(f"{prefix}heartbeats")
