@@ -36,10 +36,11 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/python
 # page's browser test (never a downloaded browser) and Debian's docker-compose
 # to validate docker-compose.yml (no Docker engine needed).
 DEBIAN_TEST_PACKAGES := chromium redis-server docker-compose
+TEST_EXTRA ?= test
 $(VENV)/.installed-test: pyproject.toml | $(BIN)/python
-	@echo "make: installing stochastic-clustering[test] into $(VENV) (pyproject.toml changed)"
-	$(BIN)/python -m pip install -q -e '.[test]'
-	@if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && { [ ! -x /usr/bin/chromium ] \
+	@echo "make: installing stochastic-clustering[$(TEST_EXTRA)] into $(VENV) (pyproject.toml changed)"
+	$(BIN)/python -m pip install -q -e '.[$(TEST_EXTRA)]'
+	@if [ "$(TEST_EXTRA)" = test ] && [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && { [ ! -x /usr/bin/chromium ] \
 		|| ! command -v redis-server >/dev/null || ! command -v docker-compose >/dev/null; }; then \
 		echo "make: installing Debian's $(DEBIAN_TEST_PACKAGES)"; \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
@@ -69,15 +70,22 @@ test-core: install-test
 	@echo "make: core tests on $$($(BIN)/python --version) in $(VENV)"
 	$(BIN)/python -m pytest -q -p no:cacheprovider tests/core
 
+# Each Python with the core's own dependencies (the test-core extra), both
+# at once, each with one BLAS thread; their logs are printed in turn.
 test-pythons:
-	@for v in $(SUPPORTED_PYTHONS); do \
+	@mkdir -p build; jobs=; for v in $(SUPPORTED_PYTHONS); do \
 		py=; for c in "$$(command -v python$$v)" $${PYENV_ROOT:-$$HOME/.pyenv}/versions/$$v*/bin/python \
 			/usr/bin/python$$v; do \
 			if [ -x "$$c" ] && "$$c" -c "import sys; assert '%d.%d' % sys.version_info[:2] == '$$v'" \
 				2>/dev/null; then py=$$c; break; fi; done; \
 		if [ -z "$$py" ]; then echo "make: no Python $$v on this machine: its tests are skipped"; \
-		else $(MAKE) --no-print-directory test-core PYTHON=$$py VENV=.venv-$$v || exit 1; fi; \
-	done
+		else echo "make: core tests on Python $$v in .venv-$$v (log: build/test-python$$v.log)"; \
+			OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 $(MAKE) --no-print-directory test-core \
+				PYTHON=$$py VENV=.venv-$$v TEST_EXTRA=test-core >build/test-python$$v.log 2>&1 & \
+			jobs="$$jobs $$!:$$v"; fi; \
+	done; status=0; for job in $$jobs; do \
+		wait $${job%%:*} || { status=1; echo "make: the core tests on Python $${job#*:} failed"; }; \
+		cat build/test-python$${job#*:}.log; done; exit $$status
 
 serve: install
 	@echo "make: serving the API on http://127.0.0.1:8000 (embedded: one process, no Redis)"

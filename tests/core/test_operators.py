@@ -130,9 +130,11 @@ def test_dask_label_matrix_on_a_local_cluster(forms):
     distributed = pytest.importorskip("dask.distributed")
     truth, ops = forms
     labels = np.asarray(ops["labels"].codes)
+    # dashboard_address=None would still bind the scheduler's HTTP routes to 8787,
+    # which two test runs at once (make test-pythons) would share.
     with (
         distributed.LocalCluster(
-            n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None
+            n_workers=2, threads_per_worker=1, processes=False, dashboard_address=":0"
         ) as cluster,
         distributed.Client(cluster),
     ):
