@@ -60,22 +60,15 @@ lint: install-test
 		&& ln -sfn ../../service build/mypy/sca_service && ln -sfn ../../worker build/mypy/sca_worker
 	$(BIN)/mypy
 
-# The other Pythons' core tests run meanwhile at the lowest priority: they
-# take the cycles the suite leaves while it waits on Redis and the workers.
 test: lint
-	@mkdir -p build; echo "make: the core tests on Python $(SUPPORTED_PYTHONS) start meanwhile, niced (log: build/test-pythons.log)"; \
-	nice -n 19 $(MAKE) --no-print-directory test-pythons >build/test-pythons.log 2>&1 & pythons=$$!; \
-	echo "make: running the test suite (pytest; it starts Redis and Celery workers as it needs)"; \
-	echo "$(BIN)/python -m pytest --durations=25"; \
-	$(BIN)/python -m pytest --durations=25; suite=$$?; \
-	echo "make: waiting for the core tests on Python $(SUPPORTED_PYTHONS)"; \
-	wait $$pythons; others=$$?; cat build/test-pythons.log; \
-	[ $$suite = 0 ] && [ $$others = 0 ]
+	@echo "make: running the test suite (pytest; it starts Redis and Celery workers as it needs)"
+	$(BIN)/python -m pytest --durations=25
+	@$(MAKE) --no-print-directory test-pythons
 
 # The core tests (numerics, command line, plots) in $(VENV).
 test-core: install-test
 	@echo "make: core tests on $$($(BIN)/python --version) in $(VENV)"
-	$(BIN)/python -m pytest -q -p no:cacheprovider --basetemp=build/pytest$(notdir $(VENV)) tests/core
+	$(BIN)/python -m pytest -q -p no:cacheprovider tests/core
 
 # Each Python with the core's own dependencies (the test-core extra), both
 # at once, each with one BLAS thread; their logs are printed in turn.
