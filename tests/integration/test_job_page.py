@@ -14,6 +14,7 @@ from sca.client import Client
 from sca_service import create_app
 from sca_worker import events
 from tests.conftest import BASEBALL_BODY, BASEBALL_TEAMS, ROOT
+from tests.service.conftest import Gate
 from tests.service.serving import sca_serve, serve
 
 CHROMIUM = os.environ.get("SCA_TEST_CHROMIUM", "/usr/bin/chromium")
@@ -264,30 +265,6 @@ def test_job_page_with_api_keys(page):
             "custom.png",
             "spectrum.svg",
         }
-
-
-class Gate:
-    """Holds submitted jobs until released, then hands them to the real runner."""
-
-    def __init__(self, runner):
-        self.runner, self.held = runner, []
-
-    def submit(self, job_id):
-        self.held.append(job_id)
-        return f"held-{job_id}"
-
-    def release(self):
-        for job_id in self.held:
-            self.runner.submit(job_id)
-
-    def revoke(self, job_id, task_ids=()):
-        self.runner.revoke(job_id, task_ids)
-
-    def ping(self):
-        return True
-
-    def shutdown(self):
-        self.runner.shutdown()
 
 
 @pytest.mark.parametrize("streams", [4, 0], ids=["event-stream", "polling"])

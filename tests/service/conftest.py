@@ -104,6 +104,30 @@ class ContractClient:
             self.validate(response.get_json(), schema)
 
 
+class Gate:
+    """Holds submitted jobs (they stay queued) until released to the real runner."""
+
+    def __init__(self, runner):
+        self.runner, self.held = runner, []
+
+    def submit(self, job_id):
+        self.held.append(job_id)
+        return f"held-{job_id}"
+
+    def release(self):
+        for job_id in self.held:
+            self.runner.submit(job_id)
+
+    def revoke(self, job_id, task_ids=()):
+        self.runner.revoke(job_id, task_ids)
+
+    def ping(self):
+        return True
+
+    def shutdown(self):
+        self.runner.shutdown()
+
+
 class IdleQueue:
     """A queue that records submissions and never runs them (jobs stay queued)."""
 

@@ -14,34 +14,10 @@ from sca.events import parse
 from sca_service import create_app, front
 from tests.conftest import BASEBALL_BODY, Terminal
 from tests.receiver import Receiver, verify
-from tests.service.conftest import KEY_A, KEY_B, IdleQueue
+from tests.service.conftest import KEY_A, KEY_B, Gate, IdleQueue
 from tests.service.serving import serve
 
 SECRET = "callback-secret-0123456789"
-
-
-class Gate:
-    """Holds submitted jobs (they stay queued) until released to the real runner."""
-
-    def __init__(self, runner):
-        self.runner, self.held = runner, []
-
-    def submit(self, job_id):
-        self.held.append(job_id)
-        return f"held-{job_id}"
-
-    def release(self):
-        for job_id in self.held:
-            self.runner.submit(job_id)
-
-    def revoke(self, job_id, task_ids=()):
-        self.runner.revoke(job_id, task_ids)
-
-    def ping(self):
-        return True
-
-    def shutdown(self):
-        self.runner.shutdown()
 
 
 def _app(**config):
