@@ -22,6 +22,22 @@ from .errors import SCAError
 CLIENT_EXTRA = "pip install 'stochastic-clustering[client]'"
 
 
+def add_service_arguments(parser) -> None:
+    """``--url`` and ``--api-key``, from $SCA_URL and $SCA_API_KEY by default."""
+    parser.add_argument(
+        "--url",
+        default=os.environ.get("SCA_URL"),
+        required=not os.environ.get("SCA_URL"),
+        help="the service's base URL (default: $SCA_URL)",
+    )
+    parser.add_argument(
+        "--api-key",
+        default=os.environ.get("SCA_API_KEY"),
+        metavar="KEY",
+        help="API key, sent as a bearer token (default: $SCA_API_KEY)",
+    )
+
+
 def add_submit_command(sub) -> None:
     """Add ``submit`` to an argparse subparsers action."""
     from .cli import add_input_arguments, add_option_arguments
@@ -33,18 +49,7 @@ def add_submit_command(sub) -> None:
         "print the job (with its result) as JSON; needs the client extra.",
     )
     service = p.add_argument_group("service")
-    service.add_argument(
-        "--url",
-        default=os.environ.get("SCA_URL"),
-        required=not os.environ.get("SCA_URL"),
-        help="the service's base URL (default: $SCA_URL)",
-    )
-    service.add_argument(
-        "--api-key",
-        default=os.environ.get("SCA_API_KEY"),
-        metavar="KEY",
-        help="API key, sent as a bearer token (default: $SCA_API_KEY)",
-    )
+    add_service_arguments(service)
     add_input_arguments(p)
     service.add_argument(
         "--upload",

@@ -16,26 +16,16 @@ JSON.  Exit status: 0 done, 2 bad input, 3 service unreachable.
 from __future__ import annotations
 
 import json
-import os
 import sys
 
 from .errors import SCAError
+from .remote import add_service_arguments
 
 
 def add_query_command(sub) -> None:
     """Add ``query`` to an argparse subparsers action."""
     p = sub.add_parser("query", help="place new elements into a finished job on the service")
-    p.add_argument(
-        "--url",
-        default=os.environ.get("SCA_URL"),
-        required=not os.environ.get("SCA_URL"),
-        help="the service's base URL (default $SCA_URL)",
-    )
-    p.add_argument(
-        "--api-key",
-        default=os.environ.get("SCA_API_KEY"),
-        help="API key, sent as a bearer token (default $SCA_API_KEY)",
-    )
+    add_service_arguments(p)
     p.add_argument("--job", required=True, help="the finished job's id")
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("--data", help="new rows of features (CSV/.npy), for a job of raw data")
