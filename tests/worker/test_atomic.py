@@ -6,19 +6,8 @@ import threading
 import time
 
 import numpy as np
-import pytest
 
 from sca_worker import metrics
-from sca_worker.store import MemoryStore
-
-
-@pytest.fixture(params=["redis", "memory"])
-def store(request):
-    if request.param == "memory":
-        return MemoryStore(ttl=600, chunk_bytes=1000)
-    redis_store = request.getfixturevalue("redis_store")
-    redis_store.chunk_bytes = 1000
-    return redis_store
 
 
 def test_set_if_absent_then_compare_and_set(store):

@@ -4,15 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from sca_worker.store import MemoryStore
-
-
-@pytest.fixture(params=["memory", "redis"])
-def store(request):
-    if request.param == "memory":
-        return MemoryStore(ttl=600)
-    return request.getfixturevalue("redis_store")
-
 
 def test_counters_of_a_deleted_job_create_nothing(store):
     store.create_job("j1", {"status": "running"})

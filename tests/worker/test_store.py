@@ -7,17 +7,7 @@ import io
 import numpy as np
 import pytest
 
-from sca_worker.store import ArtifactMissing, MemoryStore
-
-
-@pytest.fixture(params=["redis", "memory"])
-def store(request):
-    """Each store with 1000-byte chunks (the Redis one under a prefix of its own)."""
-    if request.param == "memory":
-        return MemoryStore(ttl=600, chunk_bytes=1000)
-    redis_store = request.getfixturevalue("redis_store")
-    redis_store.chunk_bytes = 1000
-    return redis_store
+from sca_worker.store import ArtifactMissing
 
 
 def test_arrays_round_trip_in_chunks(store):
