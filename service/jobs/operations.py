@@ -29,8 +29,6 @@ from sca_worker.jobs import (
     new_record,
     normalise_options,
     now,
-    progress,
-    timings,
     with_ids,
 )
 from sca_worker.problems import problem_for, store_full
@@ -138,27 +136,12 @@ def job_ids(job_id: str) -> list | None:
 
 
 def summary(record: dict) -> dict:
-    """The job document without its result (``GET /v1/jobs`` lists these)."""
-    out = {
-        "id": record["id"],
-        "status": record["status"],
-        "stage": record["stage"],
-        "progress": progress(record),
-        "created": record["created"],
-        "updated": record["updated"],
-        "timings": timings(record),
-        "cached": bool(record.get("cached")),
-        "links": links(record["id"]),
-    }
+    """The job document without its result (``GET /v1/jobs`` lists these): the
+    progress snapshot the event stream carries, with times, links and callback."""
+    out = events.snapshot(record)
+    out.update(created=record["created"], updated=record["updated"], links=links(record["id"]))
     if record.get("callback"):
         out["callback"] = callbacks.public(record)
-    if record.get("runs_total"):
-        out["ensemble"] = {
-            "done": min(int(record.get("runs_done", 0)), int(record["runs_total"])),
-            "total": int(record["runs_total"]),
-        }
-    if record["status"] == "failed" and record.get("error"):
-        out["error"] = record["error"]
     return out
 
 
