@@ -143,6 +143,9 @@ def ensemble_collect(store: ArtifactStore, record: dict, total: int) -> None:
         save_models(store, keys["models"], labels, runs)  # before op: op means both exist
         store.save_arrays(keys["op"], sca.operator_state(sca.membership_operator(labels)))
     store.delete(*names)
+    # Every run is in op now.  A takeover that planned before op appeared has reset
+    # the count, and its runs return early on op without counting: set it here.
+    store.update_job(record["id"], {"runs_done": total}, expect=ACTIVE)
 
 
 def save_models(store: ArtifactStore, name: str, labels, runs: list) -> None:
