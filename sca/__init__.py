@@ -5,7 +5,8 @@ user's similarity matrix or the shared-nearest-neighbour measure -- is
 balanced to a doubly stochastic P = D S D; the Perron cluster of P's
 spectrum gives k; the evolution x_t^T = x_{t-1}^T P reveals the clusters.
 
-Pure numerics (numpy, scipy, scikit-learn): no web framework, no queue.
+Pure numerics (numpy, scipy, scikit-learn; numba for the label kernels): no web
+framework, no queue.
 """
 
 import sys as _sys

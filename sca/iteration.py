@@ -37,6 +37,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 import numpy as np
+from scipy.linalg import solve_triangular
 
 from .diagnostics import matching
 from .errors import SCAError
@@ -72,6 +73,16 @@ class IterationResult:
 
 def canonical(labels: np.ndarray) -> np.ndarray:
     """Relabel clusters 0, 1, ... in order of first appearance."""
+    labels = np.asarray(labels)
+    n = labels.size
+    if n and labels.dtype.kind in "iu" and 0 <= labels.min() and labels.max() < n:
+        # small nonnegative integers (every split's output): no sort of the n labels
+        first = np.full(int(labels.max()) + 1, n, dtype=np.int64)
+        np.minimum.at(first, labels, np.arange(n))
+        used = np.flatnonzero(first < n)
+        rank = np.empty(first.size, dtype=np.int64)
+        rank[used[np.argsort(first[used])]] = np.arange(used.size)
+        return rank[labels]
     _, first, inverse = np.unique(labels, return_index=True, return_inverse=True)
     rank = np.empty(first.size, dtype=np.int64)
     rank[np.argsort(first)] = np.arange(first.size)
@@ -131,7 +142,7 @@ class _KMeansSplit:
             best = min((m.fit(sample) for m in models), key=lambda m: m.inertia_)
         self.centres = best.cluster_centers_
         labels = best.predict(Y)
-        if np.unique(labels).size < self.k:
+        if np.count_nonzero(np.bincount(labels, minlength=self.k)) < self.k:
             return None
         return canonical(labels)
 
@@ -155,8 +166,25 @@ def _normalise(Y: np.ndarray, b: int) -> np.ndarray:
             norm = np.linalg.norm(Y[:, s])
             out[:, s] = Y[:, s] / norm if norm > 0 else Y[:, s]
         else:
-            out[:, s : s + b] = np.linalg.qr(Y[:, s : s + b])[0]
+            out[:, s : s + b] = _orthonormal(Y[:, s : s + b])
     return out
+
+
+def _orthonormal(Y: np.ndarray) -> np.ndarray:
+    """An orthonormal basis of Y's columns: Cholesky QR twice (two small Gram
+    matrices and triangular solves, several times faster than Householder QR
+    on a tall block), Householder QR where the block is nearly rank-deficient."""
+    Q = Y
+    try:
+        for _ in range(2):
+            R = np.linalg.cholesky(Q.T @ Q).T
+            # Q R^-1, computed as (R^-T Q^T)^T: BLAS is slow on an n x b times b x b product
+            Q = (solve_triangular(R, np.eye(R.shape[0])).T @ Q.T).T
+    except np.linalg.LinAlgError:
+        return np.linalg.qr(Y)[0]
+    if not np.all(np.isfinite(Q)):
+        return np.linalg.qr(Y)[0]
+    return Q
 
 
 def check_iteration_options(P, k, starts, stable, max_iterations, split):

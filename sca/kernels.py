@@ -1,79 +1,268 @@
-"""Row-block kernels of the label-matrix operator (:mod:`sca.labels`).
+"""Row-block kernels of the label-matrix operator (:mod:`sca.labels`), compiled with numba.
 
 The runs of a label matrix are packed in groups whose combined codes fit a
 byte (three runs of five labels: 125 codes), held as ``packed`` of shape
 ``(groups, n)``.  Every product with ``H`` then reads one byte per group and
 element instead of one index and one float per run and element:
 
-* ``H^T X``: per group, weighted counts of the combined codes (``bincount``),
-  afterwards summed onto each run's labels;
+* ``H^T X``: per group, weighted counts of the combined codes, afterwards
+  summed onto each run's labels (:func:`rmat`);
 * ``H Y``: per group, a table of the runs' entries of Y summed for each
-  combined code, gathered per element;
+  combined code, gathered per element (:func:`mat`);
 * the Gram matrix ``H^T W H``: per pair of groups, weighted counts of the
-  pairs of combined codes.
+  pairs of combined codes (:func:`joint`).
 
 Each kernel takes a block of columns of ``packed`` (a block of rows of the
 label matrix), so the same code serves an in-memory array and the chunks of
-a Dask array.  (Where memory allows, the in-memory products use the sparse
-one-hot matrix of the packed codes instead, which scipy multiplies faster.)
+a Dask array.  In memory, a kernel's rows (or, for the pair counts, its
+pairs) are split over the machine's cores: the compiled loops release the
+GIL, so plain threads run them in parallel, and concurrent callers (the
+service's request threads) need no lock.
 """
 
 from __future__ import annotations
 
+import os
+from concurrent.futures import ThreadPoolExecutor
+from functools import partial
+
+import numba
 import numpy as np
 
-#: Rows per block in the numpy kernels (bounds their int temporaries).
-BLOCK_ROWS = 1 << 18
+#: Rows per inner block: a block's weights and outputs stay in the core's cache.
+CHUNK = 4096
+#: Rows per block of the pair counts, whose tables are larger.
+JOINT_CHUNK = 1 << 16
+#: Below this many rows per core a kernel runs on the calling thread alone.
+MIN_ROWS_PER_THREAD = 1 << 15
+THREADS = max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1)
+_pool: tuple[int, ThreadPoolExecutor] | None = None
+
+_jit = numba.njit(nogil=True, cache=True, boundscheck=False)
+
+
+@_jit
+def _rmat_rows(packed, binoff, X, lo, hi, out):
+    g, s = packed.shape[0], X.shape[1]
+    for start in range(lo, hi, CHUNK):
+        stop = min(start + CHUNK, hi)
+        for a in range(g):
+            base, codes = binoff[a], packed[a]
+            for i in range(start, stop):
+                row = base + codes[i]
+                for q in range(s):
+                    out[row, q] += X[i, q]
+
+
+@_jit
+def _rvec_rows(packed, binoff, x, lo, hi, out):
+    """:func:`_rmat_rows` for one column (the common case), without the inner loop."""
+    for start in range(lo, hi, CHUNK):
+        stop = min(start + CHUNK, hi)
+        for a in range(packed.shape[0]):
+            base, codes = binoff[a], packed[a]
+            for i in range(start, stop):
+                out[base + codes[i]] += x[i]
+
+
+@_jit
+def _mat_rows(packed, binoff, table, lo, hi, out):
+    g, s = packed.shape[0], table.shape[1]
+    for start in range(lo, hi, CHUNK):
+        stop = min(start + CHUNK, hi)
+        out[start:stop] = 0.0
+        for a in range(g):
+            base, codes = binoff[a], packed[a]
+            for i in range(start, stop):
+                row = base + codes[i]
+                for q in range(s):
+                    out[i, q] += table[row, q]
+
+
+@_jit
+def _vec_rows(packed, binoff, table, lo, hi, out):
+    """:func:`_mat_rows` for one column."""
+    for start in range(lo, hi, CHUNK):
+        stop = min(start + CHUNK, hi)
+        out[start:stop] = 0.0
+        for a in range(packed.shape[0]):
+            base, codes = binoff[a], packed[a]
+            for i in range(start, stop):
+                out[i] += table[base + codes[i]]
+
+
+@_jit
+def _joint_pairs(packed, w, pa, pb, width, mine, out):
+    # Each pair's table (width^2 floats) stays in the core's cache while a
+    # long block of rows streams past it.
+    m = packed.shape[1]
+    for start in range(0, m, JOINT_CHUNK):
+        stop = min(start + JOINT_CHUNK, m)
+        for p in mine:
+            codes_a, codes_b, counts = packed[pa[p]], packed[pb[p]], out[p]
+            for i in range(start, stop):
+                counts[codes_a[i] * width + codes_b[i]] += w[i]
+
+
+@_jit
+def _pack_rows(codes, runs, runptr, radix, lo, hi, out):
+    g = runptr.size - 1
+    for start in range(lo, hi, 64):
+        stop = min(start + 64, hi)
+        for i in range(start, stop):
+            for a in range(g):
+                acc = 0
+                for t in range(runptr[a], runptr[a + 1]):
+                    acc += codes[i, runs[t]] * radix[t]
+                out[a, i] = acc
+
+
+@_jit
+def _gather_columns(codes, perm, lo, hi, out):
+    r = codes.shape[1]
+    for start in range(lo, hi, 64):
+        stop = min(start + 64, hi)
+        for i in range(start, stop):
+            src = perm[i]
+            for j in range(r):
+                out[j, i] = codes[src, j]
+
+
+@_jit
+def _pack_rolled(columns, shifts, runs, runptr, radix, groups, out):
+    n = columns.shape[1]
+    for a in groups:
+        for i in range(n):
+            acc = 0
+            for t in range(runptr[a], runptr[a + 1]):
+                j = runs[t]
+                src = i - shifts[j]
+                if src < 0:
+                    src += n
+                acc += columns[j, src] * radix[t]
+            out[a, i] = acc
+
+
+def _executor() -> ThreadPoolExecutor:
+    """The kernels' thread pool, made anew in a forked child (a Celery worker
+    process), where the parent's threads do not exist."""
+    global _pool
+    if _pool is None or _pool[0] != os.getpid():
+        _pool = (os.getpid(), ThreadPoolExecutor(THREADS, thread_name_prefix="sca-kernel"))
+    return _pool[1]
+
+
+def _parallel(tasks) -> None:
+    """Run the zero-argument ``tasks``, the first on this thread, the rest on the pool."""
+    futures = [_executor().submit(task) for task in tasks[1:]]
+    tasks[0]()
+    for future in futures:
+        future.result()
+
+
+def _spans(m: int) -> list[tuple[int, int]]:
+    parts = max(1, min(THREADS, m // MIN_ROWS_PER_THREAD))
+    edges = np.linspace(0, m, parts + 1).astype(np.int64)
+    return list(zip(edges[:-1].tolist(), edges[1:].tolist()))
+
+
+def _float2d(X) -> np.ndarray:
+    return np.ascontiguousarray(np.asarray(X, dtype=np.float64).reshape(X.shape[0], -1))
 
 
 def rmat(packed: np.ndarray, binoff: np.ndarray, X: np.ndarray) -> np.ndarray:
     """Weighted counts of every group's combined codes: ``(bins, s)`` for X ``(m, s)``."""
-    g, m = packed.shape
-    out = np.zeros((int(binoff[-1]), X.shape[1]))
-    for lo in range(0, m, BLOCK_ROWS):
-        block, Xb = packed[:, lo : lo + BLOCK_ROWS], X[lo : lo + BLOCK_ROWS]
-        for a in range(g):
-            codes, size = block[a].astype(np.intp), int(binoff[a + 1] - binoff[a])
-            for q in range(X.shape[1]):
-                out[binoff[a] : binoff[a + 1], q] += np.bincount(codes, Xb[:, q], minlength=size)
-    return out
+    X = _float2d(X)
+    kernel, X = (_rvec_rows, X.ravel()) if X.shape[1] == 1 else (_rmat_rows, X)
+    spans = _spans(packed.shape[1])
+    outs = [np.zeros((int(binoff[-1]),) + X.shape[1:]) for _ in spans]
+    _parallel(
+        [
+            lambda lo=lo, hi=hi, out=out: kernel(packed, binoff, X, lo, hi, out)
+            for (lo, hi), out in zip(spans, outs)
+        ]
+    )
+    return sum(outs[1:], outs[0]).reshape(-1, 1 if X.ndim == 1 else X.shape[1])
 
 
 def mat(packed: np.ndarray, binoff: np.ndarray, table: np.ndarray) -> np.ndarray:
     """``sum_a table[binoff[a] + packed[a, i]]`` for each element i: ``(m, s)``."""
-    g, m = packed.shape
-    columns = np.ascontiguousarray(table.T)
-    out = np.zeros((table.shape[1], m))
-    for q in range(table.shape[1]):
-        for a in range(g):
-            out[q] += columns[q, binoff[a] : binoff[a + 1]].take(packed[a])
-    return out.T
+    table = _float2d(table)
+    s = table.shape[1]
+    kernel, table = (_vec_rows, table.ravel()) if s == 1 else (_mat_rows, table)
+    out = np.empty((packed.shape[1],) + table.shape[1:])
+    _parallel(
+        [
+            lambda lo=lo, hi=hi: kernel(packed, binoff, table, lo, hi, out)
+            for lo, hi in _spans(packed.shape[1])
+        ]
+    )
+    return out.reshape(-1, s)
 
 
-def joint(packed: np.ndarray, binoff: np.ndarray, w: np.ndarray) -> np.ndarray:
-    """For each pair ``a <= b`` of groups, the weighted counts of the pairs of
-    combined codes (the Gram matrix's blocks before summing onto the runs):
-    ``(g, g, B, B)`` with ``B`` the largest group's codes, upper triangle filled."""
-    sizes = np.diff(binoff).astype(np.intp)
-    g, m, B = packed.shape[0], packed.shape[1], int(sizes.max())
-    out = np.zeros((g, g, B * B))
-    for lo in range(0, m, BLOCK_ROWS):
-        block, wb = packed[:, lo : lo + BLOCK_ROWS], w[lo : lo + BLOCK_ROWS]
-        for a in range(g):
-            base = block[a].astype(np.intp) * B
-            for b in range(a, g):
-                out[a, b] += np.bincount(base + block[b], wb, minlength=B * B)
-    return out.reshape(g, g, B, B)
+def joint(packed: np.ndarray, binoff: np.ndarray, w: np.ndarray, pairs) -> np.ndarray:
+    """For each pair ``(a, b)`` of groups in ``pairs``, the weighted counts of
+    the pairs of combined codes: ``(len(pairs), B, B)`` with ``B`` the largest
+    group's codes.  The pairs are split over the cores."""
+    B = int(np.diff(binoff).max())
+    pa, pb = (
+        np.ascontiguousarray(np.asarray(pairs, dtype=np.int64).reshape(-1, 2)[:, c]) for c in (0, 1)
+    )
+    w = np.ascontiguousarray(w, dtype=np.float64)
+    out = np.zeros((pa.size, B * B))
+    parts = 1 if packed.shape[1] < MIN_ROWS_PER_THREAD else min(THREADS, pa.size)
+    shares = [np.arange(t, pa.size, parts) for t in range(parts)]
+    _parallel([partial(_joint_pairs, packed, w, pa, pb, B, mine, out) for mine in shares])
+    return out.reshape(pa.size, B, B)
 
 
-def joint0(packed: np.ndarray, binoff: np.ndarray, w: np.ndarray) -> np.ndarray:
-    """:func:`joint` of the first group against every group: ``(g, B, B)``."""
-    sizes = np.diff(binoff).astype(np.intp)
-    g, m, B = packed.shape[0], packed.shape[1], int(sizes.max())
-    out = np.zeros((g, B * B))
-    for lo in range(0, m, BLOCK_ROWS):
-        block, wb = packed[:, lo : lo + BLOCK_ROWS], w[lo : lo + BLOCK_ROWS]
-        base = block[0].astype(np.intp) * B
-        for b in range(g):
-            out[b] += np.bincount(base + block[b], wb, minlength=B * B)
-    return out.reshape(g, B, B)
+def _layout(groups, radix):
+    runs = np.concatenate([np.asarray(g, dtype=np.int64) for g in groups])
+    runptr = np.concatenate([[0], np.cumsum([len(g) for g in groups])]).astype(np.int64)
+    return runs, runptr, np.asarray(radix, dtype=np.int64)[runs]
+
+
+def pack(codes: np.ndarray, groups, radix, dtype) -> np.ndarray:
+    """Combined codes ``(g, rows)`` of a block of rows of the label matrix: group
+    a's code is ``sum_j codes[:, j] * radix[j]`` over its runs j."""
+    runs, runptr, weights = _layout(groups, radix)
+    codes = np.ascontiguousarray(codes)
+    out = np.empty((len(groups), codes.shape[0]), dtype=dtype)
+    _parallel(
+        [
+            lambda lo=lo, hi=hi: _pack_rows(codes, runs, runptr, weights, lo, hi, out)
+            for lo, hi in _spans(codes.shape[0])
+        ]
+    )
+    return out
+
+
+def permuted_columns(codes: np.ndarray, perm: np.ndarray) -> np.ndarray:
+    """``codes[perm].T`` as a C-contiguous ``(r, n)`` array (one run per row)."""
+    codes = np.ascontiguousarray(codes)
+    perm = np.asarray(perm, dtype=np.int64)
+    out = np.empty((codes.shape[1], perm.size), dtype=codes.dtype)
+    _parallel(
+        [
+            lambda lo=lo, hi=hi: _gather_columns(codes, perm, lo, hi, out)
+            for lo, hi in _spans(perm.size)
+        ]
+    )
+    return out
+
+
+def pack_rolled(columns: np.ndarray, shifts, groups, radix, dtype) -> np.ndarray:
+    """:func:`pack` of the label matrix whose run j is ``np.roll(columns[j], shifts[j])``,
+    without forming it; the groups are split over the cores."""
+    runs, runptr, weights = _layout(groups, radix)
+    shifts = np.asarray(shifts, dtype=np.int64) % max(columns.shape[1], 1)
+    out = np.empty((len(groups), columns.shape[1]), dtype=dtype)
+    parts = 1 if columns.shape[1] < MIN_ROWS_PER_THREAD else min(THREADS, len(groups))
+    shares = [np.arange(t, len(groups), parts) for t in range(parts)]
+    _parallel(
+        [
+            partial(_pack_rolled, columns, shifts, runs, runptr, weights, mine, out)
+            for mine in shares
+        ]
+    )
+    return out

@@ -22,19 +22,13 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse import csgraph
 
-from . import kernels
 from .factored import FactoredOperator
 from .operators import ConsensusOperator
 
 #: Combined codes of a group of runs fit a byte.
 PACKED_CODES = 256
-#: Up to this many packed codes (elements x groups) the products use the sparse
-#: one-hot matrix Hp of the packed codes (12 bytes a code), else the count kernels.
-SPARSE_PACKED_MAX = 400_000_000
-#: ... and for a null draw (held beside S's) up to this many.
-NULL_SPARSE_MAX = 50_000_000
 #: From this many elements the Gram matrix is counted from the packed codes.
-JOINT_MIN_N = 20_000
+JOINT_MIN_N = 2_000
 #: Label runs whose labels span more than this (in all) are renumbered first.
 _SPAN_SLACK = 1024
 _BLOCK_ROWS = 1 << 16
@@ -131,16 +125,12 @@ def _packing(spans: np.ndarray):
 
 def _pack(block: np.ndarray, groups, radix) -> np.ndarray:
     """Combined codes ``(g, rows)`` of a block of rows of the label matrix."""
+    from . import kernels
+
     block = np.asarray(block)
     one_byte = block.dtype.itemsize == 1
     dtype = smallest_unsigned(PACKED_CODES - 1) if one_byte else np.dtype(np.uint32)
-    out = np.empty((len(groups), block.shape[0]), dtype=dtype)
-    for a, runs in enumerate(groups):
-        acc = block[:, runs[0]].astype(dtype)
-        for j in runs[1:]:
-            acc += block[:, j].astype(dtype) * dtype.type(radix[j])
-        out[a] = acc
-    return out
+    return kernels.pack(block, groups, radix, dtype)
 
 
 class LabelOperator(FactoredOperator):
@@ -154,18 +144,17 @@ class LabelOperator(FactoredOperator):
 
     kind = "labels"
 
-    def __init__(self, codes, spans, scale=None, packing=None, sparse: bool = True):
+    def __init__(self, codes, spans, scale=None, packing=None):
         ConsensusOperator.__init__(self, codes.shape[0], scale)
         self.codes = codes
         self.spans = np.asarray(spans, dtype=np.int64)
         self.groups = np.concatenate([[0], np.cumsum(self.spans)])
         self._packing = packing
-        self._sparse = sparse and not is_dask(codes)
 
     # -- the packed codes ---------------------------------------------------
     @property
     def packing(self):
-        """``(groups, radix, binoff, M, packed, cache)``, built once and shared by scalings."""
+        """``(groups, radix, binoff, M, packed)``, built once and shared by scalings."""
         if self._packing is None:
             groups, radix, binoff, M = _packing(self.spans)
             if is_dask(self.codes):
@@ -176,63 +165,28 @@ class LabelOperator(FactoredOperator):
                     chunks=(codes.chunks[0], (len(groups),)),
                 ).T.persist()
             else:
-                packed = np.concatenate(
-                    [
-                        _pack(self.codes[lo : lo + _BLOCK_ROWS], groups, radix)
-                        for lo in range(0, self.n, _BLOCK_ROWS)
-                    ],
-                    axis=1,
-                )
-            self._packing = (groups, radix, binoff, M, packed, {})
+                packed = _pack(self.codes, groups, radix)
+            self._packing = (groups, radix, binoff, M, packed)
         return self._packing
 
-    @property
-    def _hp(self):
-        """The sparse one-hot matrix of the packed codes (``H = Hp M``), or None
-        where it would take too much memory (or the codes are a Dask array)."""
-        *_, binoff, _, packed, cache = self.packing
-        if not self._sparse or packed.size > SPARSE_PACKED_MAX:
-            return None
-        if "hp" not in cache:
-            g = packed.shape[0]
-            index = np.int32 if binoff[-1] < 2**31 and packed.size < 2**31 else np.int64
-            indices = (packed.T.astype(index) + binoff[:-1].astype(index)).ravel()
-            indptr = np.arange(0, indices.size + 1, g, dtype=index)
-            cache["hp"] = sp.csr_array(
-                (np.ones(indices.size), indices, indptr), shape=(self.n, int(binoff[-1]))
-            )
-        return cache["hp"]
+    def _map(self, kernel, *args, by_row=()):
+        """``kernel(packed[:, block], binoff, *(a[block] for a in by_row), *args)`` for
+        each block of rows, summed (gathers: concatenated); in memory, one block."""
+        from . import kernels
 
-    def _map(self, kernel, *by_row):
-        """``kernel(packed[:, block], binoff, *(a[block] for a in by_row))`` for each
-        block of rows, summed; the in-memory form is one block."""
-        _, _, binoff, _, packed, _ = self.packing
+        _, _, binoff, _, packed = self.packing
+        function = getattr(kernels, kernel)
         if not is_dask(packed):
-            return getattr(kernels, kernel)(packed, binoff, *by_row)
+            return function(packed, binoff, *by_row, *args)
         import dask
 
         parts, lo = [], 0
         for block, size in zip(packed.to_delayed().ravel(), packed.chunks[1]):
-            parts.append(
-                dask.delayed(getattr(kernels, kernel))(
-                    block, binoff, *(a[lo : lo + size] for a in by_row)
-                )
-            )
+            rows = (a[lo : lo + size] for a in by_row)
+            parts.append(dask.delayed(function)(block, binoff, *rows, *args))
             lo += size
         results = dask.compute(*parts)
         return np.concatenate(results) if kernel == "mat" else sum(results)
-
-    def _mat(self, table):
-        """``Hp table``: gathered per row block (concatenated, not summed)."""
-        _, _, binoff, _, packed, _ = self.packing
-        if not is_dask(packed):
-            return kernels.mat(packed, binoff, table)
-        import dask
-
-        parts = [
-            dask.delayed(kernels.mat)(block, binoff, table) for block in packed.to_delayed().ravel()
-        ]
-        return np.concatenate(dask.compute(*parts))
 
     @property
     def _small(self) -> bool:
@@ -256,11 +210,10 @@ class LabelOperator(FactoredOperator):
         )
 
     def _product(self, X):
-        M, Hp = self.packing[3], self._hp
-        X2 = X.reshape(self.n, -1)
-        counts = self._map("rmat", X2) if Hp is None else Hp.T @ X2  # Hp^T X
+        M = self.packing[3]
+        counts = self._map("rmat", by_row=(X.reshape(self.n, -1),))  # Hp^T X
         table = M @ (M.T @ counts)  # M M^T Hp^T X, per combined code
-        return (self._mat(table) if Hp is None else Hp @ table).reshape(X.shape)
+        return self._map("mat", table).reshape(X.shape)
 
     def _raw_diagonal(self):
         return np.full(self.n, float(self.spans.size))
@@ -278,28 +231,29 @@ class LabelOperator(FactoredOperator):
         :data:`JOINT_MIN_N` elements, dense products of H's row blocks are cheaper)."""
         if not self._small or (self.n < JOINT_MIN_N and not is_dask(self.codes)):
             return super().gram(dtype)
-        groups, _, binoff, M, _, _ = self.packing
+        groups, _, binoff, M, _ = self.packing
         w = np.ones(self.n) if self.scale is None else self.scale**2
-        counts = self._map("joint", w)
+        pairs = [(a, b) for a in range(len(groups)) for b in range(a, len(groups))]
+        counts = self._map("joint", np.array(pairs), by_row=(w,))
         sizes = np.diff(binoff)
         G = np.zeros((self.n_clusters, self.n_clusters))
         cols = [slice(self.groups[runs[0]], self.groups[runs[-1] + 1]) for runs in groups]
         marginal = [M[binoff[a] : binoff[a + 1]].toarray()[:, cols[a]] for a in range(len(groups))]
-        for a in range(len(groups)):
-            for b in range(a, len(groups)):
-                block = marginal[a].T @ counts[a, b, : sizes[a], : sizes[b]] @ marginal[b]
-                G[cols[a], cols[b]] += block
-                if b > a:
-                    G[cols[b], cols[a]] += block.T
+        for (a, b), count in zip(pairs, counts):
+            block = marginal[a].T @ count[: sizes[a], : sizes[b]] @ marginal[b]
+            G[cols[a], cols[b]] += block
+            if b > a:
+                G[cols[b], cols[a]] += block.T
         return G.astype(dtype, copy=False)
 
     def components(self):
         """Components of the cluster graph (as :meth:`FactoredOperator._pattern`:
         each element joins its run-0 cluster to its others), read at run 0."""
-        groups, radix, binoff, M, _, _ = self.packing
+        groups, _, binoff, M, _ = self.packing
         if not self._small:
             return super().components()
-        counts = self._map("joint0", np.ones(self.n))  # group 0 against every group
+        pairs = np.array([(0, b) for b in range(len(groups))])  # group 0 against every group
+        counts = self._map("joint", pairs, by_row=(np.ones(self.n),))
         first = M[: binoff[1], : self.spans[0]].toarray()  # combined code -> run-0 label
         K = self.n_clusters
         graph = np.zeros((K, K), dtype=bool)
@@ -312,25 +266,29 @@ class LabelOperator(FactoredOperator):
         return int(count_labels[0].size), count_labels[1].ravel()
 
     def _with_scale(self, scale):
-        return LabelOperator(self.codes, self.spans, scale, self._packing, self._sparse)
+        return LabelOperator(self.codes, self.spans, scale, self._packing)
 
     def null_draw(self, rng):
         """Each run's labels permuted over the elements, as
-        :meth:`FactoredOperator.null_draw` draws them (the same draw)."""
+        :meth:`FactoredOperator.null_draw` draws them (the same draw): one random
+        order of the elements, then each run rotated by its own random offset."""
+        from . import kernels
+
         perm = rng.permutation(self.n)
         shifts = rng.integers(0, self.n, self.spans.size)
         # A global shuffle: the Dask form gathers the labels for it (docs/scale.md).
-        codes = np.asarray(self.codes)[perm]
-        for j, shift in enumerate(shifts):
-            codes[:, j] = np.roll(codes[:, j], shift)
+        columns = kernels.permuted_columns(np.asarray(self.codes), perm)  # (r, n), unrolled
+        groups, radix, binoff, M, packed = self.packing
         if is_dask(self.codes):
+            for j, shift in enumerate(shifts):
+                columns[j] = np.roll(columns[j], shift)
             import dask.array as da
 
-            codes = da.from_array(codes, chunks=self.codes.chunks)
-        # the null's own sparse Hp would double the memory of the largest inputs
-        return LabelOperator(
-            codes, self.spans, sparse=self.n * len(self.packing[0]) <= NULL_SPARSE_MAX
-        )
+            return LabelOperator(da.from_array(columns.T, chunks=self.codes.chunks), self.spans)
+        null = kernels.pack_rolled(columns, shifts, groups, radix, packed.dtype)
+        for j, shift in enumerate(shifts):  # the labels themselves, for the rare uses of H
+            columns[j] = np.roll(columns[j], shift)
+        return LabelOperator(columns.T, self.spans, packing=(groups, radix, binoff, M, null))
 
     def _state(self):
         return {"codes": np.asarray(self.codes), "spans": self.spans}

@@ -306,15 +306,15 @@ def test_blocker_blocks():
     assert done.returncode != 0 and "matplotlib is not installed" in done.stderr
 
 
-def test_core_dependencies_are_numpy_scipy_scikit_learn():
+def test_core_dependencies_are_numpy_scipy_scikit_learn_numba():
     tomllib = pytest.importorskip("tomllib")
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     names = {
         re.split(r"[<>=!~;\[ ]", requirement, maxsplit=1)[0].lower()
         for requirement in project["dependencies"]
     }
-    assert names == {"numpy", "scipy", "scikit-learn"}
-    assert len(project["dependencies"]) == 3
+    assert names == {"numpy", "scipy", "scikit-learn", "numba"}
+    assert len(project["dependencies"]) == 4
 
 
 def assert_same_clustering(model, expected: dict):
