@@ -127,8 +127,9 @@ def balance(
     converged = False
     while iterations < max_iter:
         # rows = (D S D e)_i = d_i (S d)_i, the row sums of the current P
-        rows = d * S.matmat(d)
-        residual = float(np.max(np.abs(rows - 1.0)))
+        rows = S.matmat(d)
+        rows *= d
+        residual = max(float(rows.max()) - 1.0, 1.0 - float(rows.min()))
         stalled = 0 if residual < 0.5 * best else stalled + 1
         best = min(best, residual)
         if residual <= tol or (stalled >= _STALL_STEPS and residual <= floor):
@@ -137,7 +138,7 @@ def balance(
         if residual > previous:
             relax = 1.0  # over-relaxation overshot: plain symmetric steps from here
         previous = residual
-        d = d * rows ** (-relax / 2)
+        d = d * np.power(rows, -relax / 2, out=rows)
         iterations += 1
     result = BalanceResult(
         S.scaled(d), d, iterations, residual, converged, n_components, components

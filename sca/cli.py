@@ -346,8 +346,8 @@ def execute(args) -> int:
         where = f" [{exc.field}]" if exc.field else ""
         print(f"sca {args.command}: error{where}: {exc}", file=sys.stderr)
         return 2
-    json.dump(out, sys.stdout)
-    sys.stdout.write("\n")
+    # dumps, not dump: only a one-shot encoding uses the C encoder (10x faster at large n)
+    sys.stdout.write(json.dumps(out) + "\n")
     return 0
 
 

@@ -232,13 +232,11 @@ def result_dict(
     :func:`spectrum_dict` (a worker stores them between stages); ``timings``
     (seconds per stage) is reported when given.
     """
-    names = (
-        (lambda idx: [ids[i] for i in idx])
-        if ids is not None
-        else (lambda idx: [int(i) for i in idx])
-    )
+    names = (lambda idx: [ids[i] for i in idx]) if ids is not None else (lambda idx: idx.tolist())
     labels = result.labels
-    clusters = [names(np.flatnonzero(labels == c)) for c in range(int(labels.max()) + 1)]
+    order = np.argsort(labels, kind="stable")  # members of each cluster, ascending
+    bounds = np.cumsum(np.bincount(labels, minlength=int(labels.max()) + 1))[:-1]
+    clusters = [names(members) for members in np.split(order, bounds)]
     with timed({} if timings is None else timings, "diagnostics"):
         uncoupling = {"S": uncoupling_measure(S, labels), "P": uncoupling_measure(P, labels)}
         firm = confidence(P, labels)

@@ -134,7 +134,7 @@ def cli(labels: np.ndarray, truth: np.ndarray, seed: int) -> dict:
             "import atexit, re, sys\n"
             "atexit.register(lambda: sys.stderr.write('VmHWM ' + re.search("
             "r'VmHWM:\\s+(\\d+)', open('/proc/self/status').read()).group(1) + '\\n'))\n"
-            "from sca_service.cli import main\n"
+            "from sca.cli import main\n"
             f"sys.argv = ['sca', 'cluster', '--labels', {str(path)!r}, '--seed', '{seed}']\n"
             "sys.exit(main())\n"
         )
