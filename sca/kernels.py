@@ -200,16 +200,17 @@ def mat(packed: np.ndarray, binoff: np.ndarray, table: np.ndarray) -> np.ndarray
     return out.reshape(-1, s)
 
 
-def joint(packed: np.ndarray, binoff: np.ndarray, w: np.ndarray, pairs) -> np.ndarray:
+def joint(packed: np.ndarray, binoff: np.ndarray, w: np.ndarray, pairs, dtype=np.float64):
     """For each pair ``(a, b)`` of groups in ``pairs``, the weighted counts of
     the pairs of combined codes: ``(len(pairs), B, B)`` with ``B`` the largest
-    group's codes.  The pairs are split over the cores."""
+    group's codes.  The pairs are split over the cores; float32 counts (a
+    rough spectrum) take a quarter less time than float64."""
     B = int(np.diff(binoff).max())
     pa, pb = (
         np.ascontiguousarray(np.asarray(pairs, dtype=np.int64).reshape(-1, 2)[:, c]) for c in (0, 1)
     )
-    w = np.ascontiguousarray(w, dtype=np.float64)
-    out = np.zeros((pa.size, B * B))
+    w = np.ascontiguousarray(w, dtype=dtype)
+    out = np.zeros((pa.size, B * B), dtype=dtype)
     parts = 1 if packed.shape[1] < MIN_ROWS_PER_THREAD else min(THREADS, pa.size)
     shares = [np.arange(t, pa.size, parts) for t in range(parts)]
     _parallel([partial(_joint_pairs, packed, w, pa, pb, B, mine, out) for mine in shares])

@@ -234,7 +234,7 @@ class LabelOperator(FactoredOperator):
         groups, _, binoff, M, _ = self.packing
         w = np.ones(self.n) if self.scale is None else self.scale**2
         pairs = [(a, b) for a in range(len(groups)) for b in range(a, len(groups))]
-        counts = self._map("joint", np.array(pairs), by_row=(w,))
+        counts = self._map("joint", np.array(pairs), np.dtype(dtype), by_row=(w,))
         sizes = np.diff(binoff)
         G = np.zeros((self.n_clusters, self.n_clusters))
         cols = [slice(self.groups[runs[0]], self.groups[runs[-1] + 1]) for runs in groups]
