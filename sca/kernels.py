@@ -129,18 +129,51 @@ def _gather_columns(codes, perm, lo, hi, out):
 
 
 @_jit
-def _pack_rolled(columns, shifts, runs, runptr, radix, groups, out):
-    n = columns.shape[1]
-    for a in groups:
-        for i in range(n):
-            acc = 0
-            for t in range(runptr[a], runptr[a + 1]):
-                j = runs[t]
-                src = i - shifts[j]
-                if src < 0:
-                    src += n
-                acc += columns[j, src] * radix[t]
-            out[a, i] = acc
+def _pack_columns(columns, runs, runptr, radix, lo, hi, out):
+    g = runptr.size - 1
+    for start in range(lo, hi, 64):
+        stop = min(start + 64, hi)
+        for a in range(g):
+            for i in range(start, stop):
+                acc = 0
+                for t in range(runptr[a], runptr[a + 1]):
+                    acc += columns[runs[t], i] * radix[t]
+                out[a, i] = acc
+
+
+@_jit
+def _rvec_wide(rows, binoff, x, lo, hi, out):
+    """Weighted counts from row-major codes ``(m, g)``, four groups an iteration."""
+    g = rows.shape[1]
+    for i in range(lo, hi):
+        xi, a = x[i], 0
+        while a + 4 <= g:
+            out[binoff[a] + rows[i, a]] += xi
+            out[binoff[a + 1] + rows[i, a + 1]] += xi
+            out[binoff[a + 2] + rows[i, a + 2]] += xi
+            out[binoff[a + 3] + rows[i, a + 3]] += xi
+            a += 4
+        while a < g:
+            out[binoff[a] + rows[i, a]] += xi
+            a += 1
+
+
+@_jit
+def _vec_wide(rows, binoff, table, lo, hi, out):
+    """Gathers from row-major codes ``(m, g)``, four independent sums."""
+    g = rows.shape[1]
+    for i in range(lo, hi):
+        a, s0, s1, s2, s3 = 0, 0.0, 0.0, 0.0, 0.0
+        while a + 4 <= g:
+            s0 += table[binoff[a] + rows[i, a]]
+            s1 += table[binoff[a + 1] + rows[i, a + 1]]
+            s2 += table[binoff[a + 2] + rows[i, a + 2]]
+            s3 += table[binoff[a + 3] + rows[i, a + 3]]
+            a += 4
+        while a < g:
+            s0 += table[binoff[a] + rows[i, a]]
+            a += 1
+        out[i] = (s0 + s1) + (s2 + s3)
 
 
 def _executor() -> ThreadPoolExecutor:
@@ -223,17 +256,61 @@ def _layout(groups, radix):
     return runs, runptr, np.asarray(radix, dtype=np.int64)[runs]
 
 
-def pack(codes: np.ndarray, groups, radix, dtype) -> np.ndarray:
-    """Combined codes ``(g, rows)`` of a block of rows of the label matrix: group
-    a's code is ``sum_j codes[:, j] * radix[j]`` over its runs j."""
+def pack(codes: np.ndarray, groups, radix, dtype, rowmajor: bool = False) -> np.ndarray:
+    """Combined codes of a block of rows of the label matrix: group a's code is
+    ``sum_j codes[:, j] * radix[j]`` over its runs j; ``(g, rows)``, or
+    ``(rows, g)`` when ``rowmajor``."""
     runs, runptr, weights = _layout(groups, radix)
     codes = np.ascontiguousarray(codes)
-    out = np.empty((len(groups), codes.shape[0]), dtype=dtype)
+    out, view = _packed_out(len(groups), codes.shape[0], dtype, rowmajor)
     _parallel(
         [
-            lambda lo=lo, hi=hi: _pack_rows(codes, runs, runptr, weights, lo, hi, out)
+            partial(_pack_rows, codes, runs, runptr, weights, lo, hi, view)
             for lo, hi in _spans(codes.shape[0])
         ]
+    )
+    return out
+
+
+def pack_columns(columns: np.ndarray, groups, radix, dtype, rowmajor: bool = False):
+    """:func:`pack` of the label matrix held by runs, ``columns`` of shape ``(r, n)``."""
+    runs, runptr, weights = _layout(groups, radix)
+    out, view = _packed_out(len(groups), columns.shape[1], dtype, rowmajor)
+    _parallel(
+        [
+            partial(_pack_columns, columns, runs, runptr, weights, lo, hi, view)
+            for lo, hi in _spans(columns.shape[1])
+        ]
+    )
+    return out
+
+
+def _packed_out(g: int, m: int, dtype, rowmajor: bool):
+    """The packed array and the ``(g, m)`` view the kernels write through."""
+    if rowmajor:
+        out = np.empty((m, g), dtype=dtype)
+        return out, out.T
+    out = np.empty((g, m), dtype=dtype)
+    return out, out
+
+
+def rvec(rows: np.ndarray, binoff: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """:func:`rmat` of one column from row-major codes ``(m, g)``."""
+    x = np.ascontiguousarray(x, dtype=np.float64).ravel()
+    spans = _spans(rows.shape[0])
+    outs = [np.zeros(int(binoff[-1])) for _ in spans]
+    _parallel(
+        [partial(_rvec_wide, rows, binoff, x, lo, hi, out) for (lo, hi), out in zip(spans, outs)]
+    )
+    return sum(outs[1:], outs[0])
+
+
+def vec(rows: np.ndarray, binoff: np.ndarray, table: np.ndarray) -> np.ndarray:
+    """:func:`mat` of one column from row-major codes ``(m, g)``."""
+    table = np.ascontiguousarray(table, dtype=np.float64).ravel()
+    out = np.empty(rows.shape[0])
+    _parallel(
+        [partial(_vec_wide, rows, binoff, table, lo, hi, out) for lo, hi in _spans(rows.shape[0])]
     )
     return out
 
@@ -247,23 +324,6 @@ def permuted_columns(codes: np.ndarray, perm: np.ndarray) -> np.ndarray:
         [
             lambda lo=lo, hi=hi: _gather_columns(codes, perm, lo, hi, out)
             for lo, hi in _spans(perm.size)
-        ]
-    )
-    return out
-
-
-def pack_rolled(columns: np.ndarray, shifts, groups, radix, dtype) -> np.ndarray:
-    """:func:`pack` of the label matrix whose run j is ``np.roll(columns[j], shifts[j])``,
-    without forming it; the groups are split over the cores."""
-    runs, runptr, weights = _layout(groups, radix)
-    shifts = np.asarray(shifts, dtype=np.int64) % max(columns.shape[1], 1)
-    out = np.empty((len(groups), columns.shape[1]), dtype=dtype)
-    parts = 1 if columns.shape[1] < MIN_ROWS_PER_THREAD else min(THREADS, len(groups))
-    shares = [np.arange(t, len(groups), parts) for t in range(parts)]
-    _parallel(
-        [
-            partial(_pack_rolled, columns, shifts, runs, runptr, weights, mine, out)
-            for mine in shares
         ]
     )
     return out

@@ -27,6 +27,12 @@ from .operators import ConsensusOperator
 
 #: Combined codes of a group of runs fit a byte.
 PACKED_CODES = 256
+#: The one-column products read wider groups (runs of five labels: five runs,
+#: 3125 codes), row by row: fewer, less conflicting updates for a table that
+#: still fits a core's cache ...
+WIDE_CODES = 4096
+#: ... once n is this many times their number of codes (its cost per product).
+WIDE_MIN_RATIO = 2
 #: From this many elements the Gram matrix is counted from the packed codes.
 JOINT_MIN_N = 2_000
 #: Label runs whose labels span more than this (in all) are renumbered first.
@@ -85,8 +91,8 @@ def label_operator(L) -> LabelOperator | None:
     return LabelOperator(L, spans)
 
 
-def _packing(spans: np.ndarray):
-    """Runs grouped while the product of their spans fits :data:`PACKED_CODES`:
+def _packing(spans: np.ndarray, limit: int = PACKED_CODES):
+    """Runs grouped while the product of their spans fits ``limit`` codes:
     ``(runs per group, radix per run, bin offsets, marginal matrix M)``.
 
     M (bins x K, sparse 0/1) maps a group's combined code to its runs'
@@ -96,7 +102,7 @@ def _packing(spans: np.ndarray):
     current: list[int] = []
     width = 1
     for j, span in enumerate(spans):
-        if current and width * span > PACKED_CODES:
+        if current and width * span > limit:
             groups.append(current)
             current, width = [], 1
         current.append(j)
@@ -144,18 +150,19 @@ class LabelOperator(FactoredOperator):
 
     kind = "labels"
 
-    def __init__(self, codes, spans, scale=None, packing=None):
+    def __init__(self, codes, spans, scale=None, cache: dict | None = None):
         ConsensusOperator.__init__(self, codes.shape[0], scale)
         self.codes = codes
         self.spans = np.asarray(spans, dtype=np.int64)
         self.groups = np.concatenate([[0], np.cumsum(self.spans)])
-        self._packing = packing
+        #: The packings, built once and shared by every scaling of this operator.
+        self._cache = {} if cache is None else cache
 
     # -- the packed codes ---------------------------------------------------
     @property
     def packing(self):
-        """``(groups, radix, binoff, M, packed)``, built once and shared by scalings."""
-        if self._packing is None:
+        """``(groups, radix, binoff, M, packed)``: byte codes, ``(groups, n)``."""
+        if "packing" not in self._cache:
             groups, radix, binoff, M = _packing(self.spans)
             if is_dask(self.codes):
                 codes = self.codes.rechunk({1: -1})
@@ -166,8 +173,24 @@ class LabelOperator(FactoredOperator):
                 ).T.persist()
             else:
                 packed = _pack(self.codes, groups, radix)
-            self._packing = (groups, radix, binoff, M, packed)
-        return self._packing
+            self._cache["packing"] = (groups, radix, binoff, M, packed)
+        return self._cache["packing"]
+
+    @property
+    def wide(self):
+        """``(groups, radix, binoff, M, rows)``: codes of up to :data:`WIDE_CODES`,
+        row-major ``(n, groups)``, for one-column products; None for a Dask
+        array, or below :data:`WIDE_MIN_RATIO` elements per code."""
+        if "wide" not in self._cache:
+            groups, radix, binoff, M = _packing(self.spans, WIDE_CODES)
+            rows = None
+            if not is_dask(self.codes) and self.n >= WIDE_MIN_RATIO * binoff[-1]:
+                from . import kernels
+
+                dtype = smallest_unsigned(max(WIDE_CODES, int(np.diff(binoff).max())) - 1)
+                rows = kernels.pack(np.asarray(self.codes), groups, radix, dtype, rowmajor=True)
+            self._cache["wide"] = None if rows is None else (groups, radix, binoff, M, rows)
+        return self._cache["wide"]
 
     def _map(self, kernel, *args, by_row=()):
         """``kernel(packed[:, block], binoff, *(a[block] for a in by_row), *args)`` for
@@ -210,6 +233,16 @@ class LabelOperator(FactoredOperator):
         )
 
     def _product(self, X):
+        wide = self.wide
+        if wide is not None:  # column by column: one column's tables stay in cache
+            from . import kernels
+
+            _, _, binoff, M, rows = wide
+            columns = X.reshape(self.n, -1).T
+            out = np.empty_like(columns)
+            for q, x in enumerate(columns):
+                out[q] = kernels.vec(rows, binoff, M @ (M.T @ kernels.rvec(rows, binoff, x)))
+            return out.T.reshape(X.shape)
         M = self.packing[3]
         counts = self._map("rmat", by_row=(X.reshape(self.n, -1),))  # Hp^T X
         table = M @ (M.T @ counts)  # M M^T Hp^T X, per combined code
@@ -266,7 +299,7 @@ class LabelOperator(FactoredOperator):
         return int(count_labels[0].size), count_labels[1].ravel()
 
     def _with_scale(self, scale):
-        return LabelOperator(self.codes, self.spans, scale, self._packing)
+        return LabelOperator(self.codes, self.spans, scale, self._cache)
 
     def null_draw(self, rng):
         """Each run's labels permuted over the elements, as
@@ -277,18 +310,23 @@ class LabelOperator(FactoredOperator):
         perm = rng.permutation(self.n)
         shifts = rng.integers(0, self.n, self.spans.size)
         # A global shuffle: the Dask form gathers the labels for it (docs/scale.md).
-        columns = kernels.permuted_columns(np.asarray(self.codes), perm)  # (r, n), unrolled
-        groups, radix, binoff, M, packed = self.packing
+        columns = kernels.permuted_columns(np.asarray(self.codes), perm)  # (r, n)
+        for j, shift in enumerate(shifts):
+            columns[j] = np.roll(columns[j], shift)
         if is_dask(self.codes):
-            for j, shift in enumerate(shifts):
-                columns[j] = np.roll(columns[j], shift)
             import dask.array as da
 
             return LabelOperator(da.from_array(columns.T, chunks=self.codes.chunks), self.spans)
-        null = kernels.pack_rolled(columns, shifts, groups, radix, packed.dtype)
-        for j, shift in enumerate(shifts):  # the labels themselves, for the rare uses of H
-            columns[j] = np.roll(columns[j], shift)
-        return LabelOperator(columns.T, self.spans, packing=(groups, radix, binoff, M, null))
+        null = LabelOperator(columns.T, self.spans)
+        for name in ("packing", "wide"):  # the same groups, the null's codes
+            layout = getattr(self, name)
+            if layout is not None:
+                groups, radix, binoff, M, codes = layout
+                packed = kernels.pack_columns(
+                    columns, groups, radix, codes.dtype, rowmajor=name == "wide"
+                )
+                null._cache[name] = (groups, radix, binoff, M, packed)
+        return null
 
     def _state(self):
         return {"codes": np.asarray(self.codes), "spans": self.spans}

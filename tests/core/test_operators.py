@@ -79,12 +79,18 @@ def test_every_stage_agrees_across_forms(forms):
         assert_same(results[name], ref)
 
 
-def test_label_operator_matches_sparse_h(forms, monkeypatch):
+@pytest.mark.parametrize("wide", [False, True], ids=["byte codes", "wide codes"])
+def test_label_operator_matches_sparse_h(forms, monkeypatch, wide):
     """Products, Gram matrix, entries, components and the null draw of the
-    label matrix are those of the sparse H built from the same runs."""
+    label matrix are those of the sparse H built from the same runs, with
+    the products on the byte codes and on the wide codes (used from a few
+    hundred thousand elements on)."""
     monkeypatch.setattr(sca.labels, "JOINT_MIN_N", 0)  # the Gram by counts at any n
+    monkeypatch.setattr(sca.labels, "WIDE_MIN_RATIO", 0 if wide else 10**9)
     _, ops = forms
-    factored, labels = ops["factored"], ops["labels"]
+    factored = ops["factored"]
+    labels = LabelOperator(ops["labels"].codes, ops["labels"].spans)  # its own packings
+    assert (labels.wide is not None) == wide
     rng = np.random.default_rng(4)
     d = rng.random(300) + 0.5
     X = rng.random((300, 4))
@@ -92,6 +98,7 @@ def test_label_operator_matches_sparse_h(forms, monkeypatch):
         assert np.allclose(L.matmat(X), F.matmat(X), rtol=1e-12)
         assert np.allclose(L.matmat(X[:, 0]), F.matmat(X[:, 0]), rtol=1e-12)
         assert np.allclose(L.gram(), F.gram(), rtol=1e-12)
+        assert np.allclose(L.gram(np.float32), F.gram(), rtol=1e-5)  # a null draw's counts
     rows, cols = rng.integers(0, 300, 50), rng.integers(0, 300, 50)
     assert np.array_equal(labels.entries(rows, cols), factored.entries(rows, cols))
     nulls = [op.null_draw(np.random.default_rng(9)) for op in (factored, labels)]
