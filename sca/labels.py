@@ -32,7 +32,7 @@ PACKED_CODES = 256
 #: still fits a core's cache ...
 WIDE_CODES = 4096
 #: ... once n is this many times their number of codes (its cost per product).
-WIDE_MIN_RATIO = 2
+WIDE_MIN_RATIO = 1
 #: From this many elements the Gram matrix is counted from the packed codes.
 JOINT_MIN_N = 2_000
 #: Label runs whose labels span more than this (in all) are renumbered first.
