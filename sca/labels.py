@@ -91,13 +91,8 @@ def label_operator(L) -> LabelOperator | None:
     return LabelOperator(L, spans)
 
 
-def _packing(spans: np.ndarray, limit: int = PACKED_CODES):
-    """Runs grouped while the product of their spans fits ``limit`` codes:
-    ``(runs per group, radix per run, bin offsets, marginal matrix M)``.
-
-    M (bins x K, sparse 0/1) maps a group's combined code to its runs'
-    columns of H, so ``H = Hp M`` with Hp the one-hot matrix of combined codes.
-    """
+def _grouped(spans: np.ndarray, limit: int) -> list[list[int]]:
+    """Consecutive runs grouped while the product of their spans fits ``limit``."""
     groups: list[list[int]] = []
     current: list[int] = []
     width = 1
@@ -108,6 +103,17 @@ def _packing(spans: np.ndarray, limit: int = PACKED_CODES):
         current.append(j)
         width *= int(span)
     groups.append(current)
+    return groups
+
+
+def _packing(spans: np.ndarray, limit: int = PACKED_CODES):
+    """Runs grouped while the product of their spans fits ``limit`` codes:
+    ``(runs per group, radix per run, bin offsets, marginal matrix M)``.
+
+    M (bins x K, sparse 0/1) maps a group's combined code to its runs'
+    columns of H, so ``H = Hp M`` with Hp the one-hot matrix of combined codes.
+    """
+    groups = _grouped(spans, limit)
     offsets = np.concatenate([[0], np.cumsum(spans)])
     radix = np.ones(spans.size, dtype=np.int64)
     sizes: list[int] = []
@@ -182,14 +188,15 @@ class LabelOperator(FactoredOperator):
         row-major ``(n, groups)``, for one-column products; None for a Dask
         array, or below :data:`WIDE_MIN_RATIO` elements per code."""
         if "wide" not in self._cache:
-            groups, radix, binoff, M = _packing(self.spans, WIDE_CODES)
-            rows = None
-            if not is_dask(self.codes) and self.n >= WIDE_MIN_RATIO * binoff[-1]:
+            codes = sum(int(np.prod(self.spans[g])) for g in _grouped(self.spans, WIDE_CODES))
+            self._cache["wide"] = None
+            if not is_dask(self.codes) and self.n >= WIDE_MIN_RATIO * codes:
                 from . import kernels
 
+                groups, radix, binoff, M = _packing(self.spans, WIDE_CODES)
                 dtype = smallest_unsigned(max(WIDE_CODES, int(np.diff(binoff).max())) - 1)
                 rows = kernels.pack(np.asarray(self.codes), groups, radix, dtype, rowmajor=True)
-            self._cache["wide"] = None if rows is None else (groups, radix, binoff, M, rows)
+                self._cache["wide"] = (groups, radix, binoff, M, rows)
         return self._cache["wide"]
 
     def _map(self, kernel, *args, by_row=()):
@@ -268,15 +275,33 @@ class LabelOperator(FactoredOperator):
         w = np.ones(self.n) if self.scale is None else self.scale**2
         pairs = [(a, b) for a in range(len(groups)) for b in range(a, len(groups))]
         counts = self._map("joint", np.array(pairs), np.dtype(dtype), by_row=(w,))
-        sizes = np.diff(binoff)
-        G = np.zeros((self.n_clusters, self.n_clusters))
-        cols = [slice(self.groups[runs[0]], self.groups[runs[-1] + 1]) for runs in groups]
-        marginal = [M[binoff[a] : binoff[a + 1]].toarray()[:, cols[a]] for a in range(len(groups))]
-        for (a, b), count in zip(pairs, counts):
-            block = marginal[a].T @ count[: sizes[a], : sizes[b]] @ marginal[b]
-            G[cols[a], cols[b]] += block
-            if b > a:
-                G[cols[b], cols[a]] += block.T
+        # Onto the runs' labels: block (a, b) of G is marginal_a^T counts_ab marginal_b,
+        # all pairs in two batched products (marginals zero-padded to one shape).
+        cols = [np.arange(self.groups[runs[0]], self.groups[runs[-1] + 1]) for runs in groups]
+        width = max(c.size for c in cols)
+        marginal = np.zeros((len(groups), counts.shape[1], width))
+        index = np.full((len(groups), width), self.n_clusters)  # padding: a spare row of G
+        for a, c in enumerate(cols):
+            marginal[a, : binoff[a + 1] - binoff[a], : c.size] = M[binoff[a] : binoff[a + 1]][
+                :, c
+            ].toarray()
+            index[a, : c.size] = c
+        pa, pb = np.array(pairs).T
+        B, P = counts.shape[1], len(pairs)
+        right = np.empty((P, B, width))  # counts_ab marginal_b: one product per b
+        for b in range(len(groups)):
+            at = np.flatnonzero(pb == b)
+            right[at] = (counts[at].reshape(-1, B) @ marginal[b]).reshape(at.size, B, width)
+        blocks = np.empty((P, width, width))  # marginal_a^T (...): one product per a
+        for a in range(len(groups)):
+            at = np.flatnonzero(pa == a)
+            stacked = right[at].transpose(1, 0, 2).reshape(B, -1)
+            blocks[at] = (marginal[a].T @ stacked).reshape(width, at.size, width).transpose(1, 0, 2)
+        blocks[pa == pb] = np.triu(blocks[pa == pb])  # G's upper triangle, then mirrored
+        G = np.zeros((self.n_clusters + 1, self.n_clusters + 1))
+        G[index[pa][:, :, None], index[pb][:, None, :]] = blocks  # pairs own disjoint cells
+        G = G[:-1, :-1]
+        G = G + np.triu(G, 1).T
         return G.astype(dtype, copy=False)
 
     def components(self):
