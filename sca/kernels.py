@@ -1,4 +1,4 @@
-"""Row-block kernels of the label-matrix operator (:mod:`sca.labels`), compiled with numba.
+"""Row-block kernels of the label-matrix operator (:mod:`sca.labels`).
 
 The runs of a label matrix are packed in groups whose combined codes fit a
 byte (three runs of five labels: 125 codes), held as ``packed`` of shape
@@ -14,10 +14,12 @@ element instead of one index and one float per run and element:
 
 Each kernel takes a block of columns of ``packed`` (a block of rows of the
 label matrix), so the same code serves an in-memory array and the chunks of
-a Dask array.  In memory, a kernel's rows (or, for the pair counts, its
-pairs) are split over the machine's cores: the compiled loops release the
+a Dask array.  From :data:`COMPILED_MIN_ROWS` rows on, a kernel runs the
+compiled loops of :mod:`sca.compiled` (numba), its rows (or, for the pair
+counts, its pairs) split over the machine's cores: the loops release the
 GIL, so plain threads run them in parallel, and concurrent callers (the
-service's request threads) need no lock.
+service's request threads) need no lock.  Below that, numpy's ``bincount``
+and ``take`` do the same work without numba's start-up cost.
 """
 
 from __future__ import annotations
@@ -26,154 +28,15 @@ import os
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 
-import numba
 import numpy as np
 
-#: Rows per inner block: a block's weights and outputs stay in the core's cache.
-CHUNK = 4096
-#: Rows per block of the pair counts, whose tables are larger.
-JOINT_CHUNK = 1 << 16
 #: Below this many rows per core a kernel runs on the calling thread alone.
 MIN_ROWS_PER_THREAD = 1 << 15
+#: Below this many rows the kernels are plain numpy (bincount, take): numba's
+#: import and first call (about 1 s in a fresh process) would cost more.
+COMPILED_MIN_ROWS = 1 << 15
 THREADS = max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1)
 _pool: tuple[int, ThreadPoolExecutor] | None = None
-
-_jit = numba.njit(nogil=True, cache=True, boundscheck=False)
-
-
-@_jit
-def _rmat_rows(packed, binoff, X, lo, hi, out):
-    g, s = packed.shape[0], X.shape[1]
-    for start in range(lo, hi, CHUNK):
-        stop = min(start + CHUNK, hi)
-        for a in range(g):
-            base, codes = binoff[a], packed[a]
-            for i in range(start, stop):
-                row = base + codes[i]
-                for q in range(s):
-                    out[row, q] += X[i, q]
-
-
-@_jit
-def _rvec_rows(packed, binoff, x, lo, hi, out):
-    """:func:`_rmat_rows` for one column (the common case), without the inner loop."""
-    for start in range(lo, hi, CHUNK):
-        stop = min(start + CHUNK, hi)
-        for a in range(packed.shape[0]):
-            base, codes = binoff[a], packed[a]
-            for i in range(start, stop):
-                out[base + codes[i]] += x[i]
-
-
-@_jit
-def _mat_rows(packed, binoff, table, lo, hi, out):
-    g, s = packed.shape[0], table.shape[1]
-    for start in range(lo, hi, CHUNK):
-        stop = min(start + CHUNK, hi)
-        out[start:stop] = 0.0
-        for a in range(g):
-            base, codes = binoff[a], packed[a]
-            for i in range(start, stop):
-                row = base + codes[i]
-                for q in range(s):
-                    out[i, q] += table[row, q]
-
-
-@_jit
-def _vec_rows(packed, binoff, table, lo, hi, out):
-    """:func:`_mat_rows` for one column."""
-    for start in range(lo, hi, CHUNK):
-        stop = min(start + CHUNK, hi)
-        out[start:stop] = 0.0
-        for a in range(packed.shape[0]):
-            base, codes = binoff[a], packed[a]
-            for i in range(start, stop):
-                out[i] += table[base + codes[i]]
-
-
-@_jit
-def _joint_pairs(packed, w, pa, pb, width, mine, out):
-    # Each pair's table (width^2 floats) stays in the core's cache while a
-    # long block of rows streams past it.
-    m = packed.shape[1]
-    for start in range(0, m, JOINT_CHUNK):
-        stop = min(start + JOINT_CHUNK, m)
-        for p in mine:
-            codes_a, codes_b, counts = packed[pa[p]], packed[pb[p]], out[p]
-            for i in range(start, stop):
-                counts[codes_a[i] * width + codes_b[i]] += w[i]
-
-
-@_jit
-def _pack_rows(codes, runs, runptr, radix, lo, hi, out):
-    g = runptr.size - 1
-    for start in range(lo, hi, 64):
-        stop = min(start + 64, hi)
-        for i in range(start, stop):
-            for a in range(g):
-                acc = 0
-                for t in range(runptr[a], runptr[a + 1]):
-                    acc += codes[i, runs[t]] * radix[t]
-                out[a, i] = acc
-
-
-@_jit
-def _gather_columns(codes, perm, lo, hi, out):
-    r = codes.shape[1]
-    for start in range(lo, hi, 64):
-        stop = min(start + 64, hi)
-        for i in range(start, stop):
-            src = perm[i]
-            for j in range(r):
-                out[j, i] = codes[src, j]
-
-
-@_jit
-def _pack_columns(columns, runs, runptr, radix, lo, hi, out):
-    g = runptr.size - 1
-    for start in range(lo, hi, 64):
-        stop = min(start + 64, hi)
-        for a in range(g):
-            for i in range(start, stop):
-                acc = 0
-                for t in range(runptr[a], runptr[a + 1]):
-                    acc += columns[runs[t], i] * radix[t]
-                out[a, i] = acc
-
-
-@_jit
-def _rvec_wide(rows, binoff, x, lo, hi, out):
-    """Weighted counts from row-major codes ``(m, g)``, four groups an iteration."""
-    g = rows.shape[1]
-    for i in range(lo, hi):
-        xi, a = x[i], 0
-        while a + 4 <= g:
-            out[binoff[a] + rows[i, a]] += xi
-            out[binoff[a + 1] + rows[i, a + 1]] += xi
-            out[binoff[a + 2] + rows[i, a + 2]] += xi
-            out[binoff[a + 3] + rows[i, a + 3]] += xi
-            a += 4
-        while a < g:
-            out[binoff[a] + rows[i, a]] += xi
-            a += 1
-
-
-@_jit
-def _vec_wide(rows, binoff, table, lo, hi, out):
-    """Gathers from row-major codes ``(m, g)``, four independent sums."""
-    g = rows.shape[1]
-    for i in range(lo, hi):
-        a, s0, s1, s2, s3 = 0, 0.0, 0.0, 0.0, 0.0
-        while a + 4 <= g:
-            s0 += table[binoff[a] + rows[i, a]]
-            s1 += table[binoff[a + 1] + rows[i, a + 1]]
-            s2 += table[binoff[a + 2] + rows[i, a + 2]]
-            s3 += table[binoff[a + 3] + rows[i, a + 3]]
-            a += 4
-        while a < g:
-            s0 += table[binoff[a] + rows[i, a]]
-            a += 1
-        out[i] = (s0 + s1) + (s2 + s3)
 
 
 def _executor() -> ThreadPoolExecutor:
@@ -203,17 +66,36 @@ def _float2d(X) -> np.ndarray:
     return np.ascontiguousarray(np.asarray(X, dtype=np.float64).reshape(X.shape[0], -1))
 
 
+def _compiled(m: int):
+    """The compiled loops for ``m`` rows, or None where numpy is cheaper."""
+    if m < COMPILED_MIN_ROWS:
+        return None
+    from . import compiled
+
+    return compiled
+
+
 def rmat(packed: np.ndarray, binoff: np.ndarray, X: np.ndarray) -> np.ndarray:
     """Weighted counts of every group's combined codes: ``(bins, s)`` for X ``(m, s)``."""
     X = _float2d(X)
-    kernel, X = (_rvec_rows, X.ravel()) if X.shape[1] == 1 else (_rmat_rows, X)
+    c = _compiled(packed.shape[1])
+    if c is None:
+        return np.column_stack(
+            [
+                np.concatenate(
+                    [
+                        np.bincount(codes, x, minlength=int(binoff[a + 1] - binoff[a]))
+                        for a, codes in enumerate(packed)
+                    ]
+                )
+                for x in X.T
+            ]
+        )
+    kernel, X = (c._rvec_rows, X.ravel()) if X.shape[1] == 1 else (c._rmat_rows, X)
     spans = _spans(packed.shape[1])
     outs = [np.zeros((int(binoff[-1]),) + X.shape[1:]) for _ in spans]
     _parallel(
-        [
-            lambda lo=lo, hi=hi, out=out: kernel(packed, binoff, X, lo, hi, out)
-            for (lo, hi), out in zip(spans, outs)
-        ]
+        [partial(kernel, packed, binoff, X, lo, hi, out) for (lo, hi), out in zip(spans, outs)]
     )
     return sum(outs[1:], outs[0]).reshape(-1, 1 if X.ndim == 1 else X.shape[1])
 
@@ -222,13 +104,16 @@ def mat(packed: np.ndarray, binoff: np.ndarray, table: np.ndarray) -> np.ndarray
     """``sum_a table[binoff[a] + packed[a, i]]`` for each element i: ``(m, s)``."""
     table = _float2d(table)
     s = table.shape[1]
-    kernel, table = (_vec_rows, table.ravel()) if s == 1 else (_mat_rows, table)
+    c = _compiled(packed.shape[1])
+    if c is None:
+        out = np.zeros((packed.shape[1], s))
+        for a, codes in enumerate(packed):
+            out += table[binoff[a] + codes.astype(np.intp)]
+        return out
+    kernel, table = (c._vec_rows, table.ravel()) if s == 1 else (c._mat_rows, table)
     out = np.empty((packed.shape[1],) + table.shape[1:])
     _parallel(
-        [
-            lambda lo=lo, hi=hi: kernel(packed, binoff, table, lo, hi, out)
-            for lo, hi in _spans(packed.shape[1])
-        ]
+        [partial(kernel, packed, binoff, table, lo, hi, out) for lo, hi in _spans(packed.shape[1])]
     )
     return out.reshape(-1, s)
 
@@ -243,10 +128,22 @@ def joint(packed: np.ndarray, binoff: np.ndarray, w: np.ndarray, pairs, dtype=np
         np.ascontiguousarray(np.asarray(pairs, dtype=np.int64).reshape(-1, 2)[:, c]) for c in (0, 1)
     )
     w = np.ascontiguousarray(w, dtype=dtype)
+    c = _compiled(packed.shape[1])
+    if c is None:
+        return (
+            np.stack(
+                [
+                    np.bincount(packed[a].astype(np.intp) * B + packed[b], w, minlength=B * B)
+                    for a, b in zip(pa, pb)
+                ]
+            )
+            .astype(dtype, copy=False)
+            .reshape(pa.size, B, B)
+        )
     out = np.zeros((pa.size, B * B), dtype=dtype)
     parts = 1 if packed.shape[1] < MIN_ROWS_PER_THREAD else min(THREADS, pa.size)
     shares = [np.arange(t, pa.size, parts) for t in range(parts)]
-    _parallel([partial(_joint_pairs, packed, w, pa, pb, B, mine, out) for mine in shares])
+    _parallel([partial(c._joint_pairs, packed, w, pa, pb, B, mine, out) for mine in shares])
     return out.reshape(pa.size, B, B)
 
 
@@ -260,70 +157,74 @@ def pack(codes: np.ndarray, groups, radix, dtype, rowmajor: bool = False) -> np.
     """Combined codes of a block of rows of the label matrix: group a's code is
     ``sum_j codes[:, j] * radix[j]`` over its runs j; ``(g, rows)``, or
     ``(rows, g)`` when ``rowmajor``."""
-    runs, runptr, weights = _layout(groups, radix)
-    codes = np.ascontiguousarray(codes)
-    out, view = _packed_out(len(groups), codes.shape[0], dtype, rowmajor)
-    _parallel(
-        [
-            partial(_pack_rows, codes, runs, runptr, weights, lo, hi, view)
-            for lo, hi in _spans(codes.shape[0])
-        ]
-    )
-    return out
+    return _pack(np.ascontiguousarray(codes), groups, radix, dtype, rowmajor, by_run=False)
 
 
 def pack_columns(columns: np.ndarray, groups, radix, dtype, rowmajor: bool = False):
     """:func:`pack` of the label matrix held by runs, ``columns`` of shape ``(r, n)``."""
+    return _pack(columns, groups, radix, dtype, rowmajor, by_run=True)
+
+
+def _pack(codes, groups, radix, dtype, rowmajor: bool, by_run: bool):
+    dtype, m = np.dtype(dtype), codes.shape[1] if by_run else codes.shape[0]
     runs, runptr, weights = _layout(groups, radix)
-    out, view = _packed_out(len(groups), columns.shape[1], dtype, rowmajor)
-    _parallel(
-        [
-            partial(_pack_columns, columns, runs, runptr, weights, lo, hi, view)
-            for lo, hi in _spans(columns.shape[1])
-        ]
-    )
+    out = np.empty((m, len(groups)) if rowmajor else (len(groups), m), dtype=dtype)
+    view = out.T if rowmajor else out  # the kernels write (g, m)
+    c = _compiled(m)
+    if c is None:
+        for a in range(len(groups)):
+            acc = np.zeros(m, dtype=dtype)
+            for t in range(runptr[a], runptr[a + 1]):
+                column = codes[runs[t]] if by_run else codes[:, runs[t]]
+                acc += column.astype(dtype) * dtype.type(weights[t])
+            view[a] = acc
+        return out
+    kernel = c._pack_columns if by_run else c._pack_rows
+    _parallel([partial(kernel, codes, runs, runptr, weights, lo, hi, view) for lo, hi in _spans(m)])
     return out
 
 
-def _packed_out(g: int, m: int, dtype, rowmajor: bool):
-    """The packed array and the ``(g, m)`` view the kernels write through."""
-    if rowmajor:
-        out = np.empty((m, g), dtype=dtype)
-        return out, out.T
-    out = np.empty((g, m), dtype=dtype)
-    return out, out
-
-
 def rvec(rows: np.ndarray, binoff: np.ndarray, x: np.ndarray) -> np.ndarray:
-    """:func:`rmat` of one column from row-major codes ``(m, g)``."""
+    """:func:`rmat` of one column from row-major codes ``(m, g)`` (compiled only:
+    the wide codes are used from :data:`COMPILED_MIN_ROWS` rows on)."""
+    from . import compiled
+
     x = np.ascontiguousarray(x, dtype=np.float64).ravel()
     spans = _spans(rows.shape[0])
     outs = [np.zeros(int(binoff[-1])) for _ in spans]
     _parallel(
-        [partial(_rvec_wide, rows, binoff, x, lo, hi, out) for (lo, hi), out in zip(spans, outs)]
+        [
+            partial(compiled._rvec_wide, rows, binoff, x, lo, hi, out)
+            for (lo, hi), out in zip(spans, outs)
+        ]
     )
     return sum(outs[1:], outs[0])
 
 
 def vec(rows: np.ndarray, binoff: np.ndarray, table: np.ndarray) -> np.ndarray:
-    """:func:`mat` of one column from row-major codes ``(m, g)``."""
+    """:func:`mat` of one column from row-major codes ``(m, g)`` (compiled only)."""
+    from . import compiled
+
     table = np.ascontiguousarray(table, dtype=np.float64).ravel()
     out = np.empty(rows.shape[0])
     _parallel(
-        [partial(_vec_wide, rows, binoff, table, lo, hi, out) for lo, hi in _spans(rows.shape[0])]
+        [
+            partial(compiled._vec_wide, rows, binoff, table, lo, hi, out)
+            for lo, hi in _spans(rows.shape[0])
+        ]
     )
     return out
 
 
 def permuted_columns(codes: np.ndarray, perm: np.ndarray) -> np.ndarray:
     """``codes[perm].T`` as a C-contiguous ``(r, n)`` array (one run per row)."""
+    c = _compiled(perm.size)
+    if c is None:
+        return np.ascontiguousarray(np.asarray(codes)[perm].T)
     codes = np.ascontiguousarray(codes)
     perm = np.asarray(perm, dtype=np.int64)
     out = np.empty((codes.shape[1], perm.size), dtype=codes.dtype)
     _parallel(
-        [
-            lambda lo=lo, hi=hi: _gather_columns(codes, perm, lo, hi, out)
-            for lo, hi in _spans(perm.size)
-        ]
+        [partial(c._gather_columns, codes, perm, lo, hi, out) for lo, hi in _spans(perm.size)]
     )
     return out

@@ -190,9 +190,13 @@ class LabelOperator(FactoredOperator):
         if "wide" not in self._cache:
             codes = sum(int(np.prod(self.spans[g])) for g in _grouped(self.spans, WIDE_CODES))
             self._cache["wide"] = None
-            if not is_dask(self.codes) and self.n >= WIDE_MIN_RATIO * codes:
-                from . import kernels
+            from . import kernels
 
+            if (
+                not is_dask(self.codes)
+                and self.n >= WIDE_MIN_RATIO * codes
+                and self.n >= kernels.COMPILED_MIN_ROWS
+            ):
                 groups, radix, binoff, M = _packing(self.spans, WIDE_CODES)
                 dtype = smallest_unsigned(max(WIDE_CODES, int(np.diff(binoff).max())) - 1)
                 rows = kernels.pack(np.asarray(self.codes), groups, radix, dtype, rowmajor=True)

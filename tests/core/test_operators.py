@@ -6,6 +6,7 @@ import pytest
 import scipy.sparse as sp
 
 import sca
+import sca.kernels
 import sca.labels
 from sca.inputs import membership_factors
 from sca.labels import LabelOperator
@@ -79,13 +80,18 @@ def test_every_stage_agrees_across_forms(forms):
         assert_same(results[name], ref)
 
 
-@pytest.mark.parametrize("wide", [False, True], ids=["byte codes", "wide codes"])
-def test_label_operator_matches_sparse_h(forms, monkeypatch, wide):
+@pytest.mark.parametrize(
+    "compiled, wide",
+    [(False, False), (True, False), (True, True)],
+    ids=["numpy", "compiled byte codes", "compiled wide codes"],
+)
+def test_label_operator_matches_sparse_h(forms, monkeypatch, compiled, wide):
     """Products, Gram matrix, entries, components and the null draw of the
-    label matrix are those of the sparse H built from the same runs, with
-    the products on the byte codes and on the wide codes (used from a few
-    hundred thousand elements on)."""
+    label matrix are those of the sparse H built from the same runs: through
+    numpy (small inputs), the compiled kernels on the byte codes, and on the
+    wide codes (from tens of thousands of elements on)."""
     monkeypatch.setattr(sca.labels, "JOINT_MIN_N", 0)  # the Gram by counts at any n
+    monkeypatch.setattr(sca.kernels, "COMPILED_MIN_ROWS", 0 if compiled else 10**9)
     monkeypatch.setattr(sca.labels, "WIDE_MIN_RATIO", 0 if wide else 10**9)
     _, ops = forms
     factored = ops["factored"]

@@ -1,0 +1,153 @@
+"""The compiled loops of :mod:`sca.kernels` (numba): imported on first use, so
+that small inputs, and ``import sca``, never pay numba's start-up.
+
+Each loop works on a range of rows (or a share of the pairs of groups) and
+releases the GIL; :mod:`sca.kernels` runs the ranges on the machine's cores.
+Compiled code is cached on disk (``cache=True``) once per machine.
+"""
+
+from __future__ import annotations
+
+import numba
+
+#: Rows per inner block: a block's weights and outputs stay in the core's cache.
+CHUNK = 4096
+#: Rows per block of the pair counts, whose tables are larger.
+JOINT_CHUNK = 1 << 16
+
+_jit = numba.njit(nogil=True, cache=True, boundscheck=False)
+
+
+@_jit
+def _rmat_rows(packed, binoff, X, lo, hi, out):
+    g, s = packed.shape[0], X.shape[1]
+    for start in range(lo, hi, CHUNK):
+        stop = min(start + CHUNK, hi)
+        for a in range(g):
+            base, codes = binoff[a], packed[a]
+            for i in range(start, stop):
+                row = base + codes[i]
+                for q in range(s):
+                    out[row, q] += X[i, q]
+
+
+@_jit
+def _rvec_rows(packed, binoff, x, lo, hi, out):
+    """:func:`_rmat_rows` for one column (the common case), without the inner loop."""
+    for start in range(lo, hi, CHUNK):
+        stop = min(start + CHUNK, hi)
+        for a in range(packed.shape[0]):
+            base, codes = binoff[a], packed[a]
+            for i in range(start, stop):
+                out[base + codes[i]] += x[i]
+
+
+@_jit
+def _mat_rows(packed, binoff, table, lo, hi, out):
+    g, s = packed.shape[0], table.shape[1]
+    for start in range(lo, hi, CHUNK):
+        stop = min(start + CHUNK, hi)
+        out[start:stop] = 0.0
+        for a in range(g):
+            base, codes = binoff[a], packed[a]
+            for i in range(start, stop):
+                row = base + codes[i]
+                for q in range(s):
+                    out[i, q] += table[row, q]
+
+
+@_jit
+def _vec_rows(packed, binoff, table, lo, hi, out):
+    """:func:`_mat_rows` for one column."""
+    for start in range(lo, hi, CHUNK):
+        stop = min(start + CHUNK, hi)
+        out[start:stop] = 0.0
+        for a in range(packed.shape[0]):
+            base, codes = binoff[a], packed[a]
+            for i in range(start, stop):
+                out[i] += table[base + codes[i]]
+
+
+@_jit
+def _joint_pairs(packed, w, pa, pb, width, mine, out):
+    # Each pair's table (width^2 floats) stays in the core's cache while a
+    # long block of rows streams past it.
+    m = packed.shape[1]
+    for start in range(0, m, JOINT_CHUNK):
+        stop = min(start + JOINT_CHUNK, m)
+        for p in mine:
+            codes_a, codes_b, counts = packed[pa[p]], packed[pb[p]], out[p]
+            for i in range(start, stop):
+                counts[codes_a[i] * width + codes_b[i]] += w[i]
+
+
+@_jit
+def _pack_rows(codes, runs, runptr, radix, lo, hi, out):
+    g = runptr.size - 1
+    for start in range(lo, hi, 64):
+        stop = min(start + 64, hi)
+        for i in range(start, stop):
+            for a in range(g):
+                acc = 0
+                for t in range(runptr[a], runptr[a + 1]):
+                    acc += codes[i, runs[t]] * radix[t]
+                out[a, i] = acc
+
+
+@_jit
+def _gather_columns(codes, perm, lo, hi, out):
+    r = codes.shape[1]
+    for start in range(lo, hi, 64):
+        stop = min(start + 64, hi)
+        for i in range(start, stop):
+            src = perm[i]
+            for j in range(r):
+                out[j, i] = codes[src, j]
+
+
+@_jit
+def _pack_columns(columns, runs, runptr, radix, lo, hi, out):
+    g = runptr.size - 1
+    for start in range(lo, hi, 64):
+        stop = min(start + 64, hi)
+        for a in range(g):
+            for i in range(start, stop):
+                acc = 0
+                for t in range(runptr[a], runptr[a + 1]):
+                    acc += columns[runs[t], i] * radix[t]
+                out[a, i] = acc
+
+
+@_jit
+def _rvec_wide(rows, binoff, x, lo, hi, out):
+    """Weighted counts from row-major codes ``(m, g)``, four groups an iteration."""
+    g = rows.shape[1]
+    for i in range(lo, hi):
+        xi, a = x[i], 0
+        while a + 4 <= g:
+            out[binoff[a] + rows[i, a]] += xi
+            out[binoff[a + 1] + rows[i, a + 1]] += xi
+            out[binoff[a + 2] + rows[i, a + 2]] += xi
+            out[binoff[a + 3] + rows[i, a + 3]] += xi
+            a += 4
+        while a < g:
+            out[binoff[a] + rows[i, a]] += xi
+            a += 1
+
+
+@_jit
+def _vec_wide(rows, binoff, table, lo, hi, out):
+    """Gathers from row-major codes ``(m, g)``, four independent sums."""
+    g = rows.shape[1]
+    for i in range(lo, hi):
+        a, s0, s1, s2, s3 = 0, 0.0, 0.0, 0.0, 0.0
+        while a + 4 <= g:
+            s0 += table[binoff[a] + rows[i, a]]
+            s1 += table[binoff[a + 1] + rows[i, a + 1]]
+            s2 += table[binoff[a + 2] + rows[i, a + 2]]
+            s3 += table[binoff[a + 3] + rows[i, a + 3]]
+            a += 4
+        while a < g:
+            s0 += table[binoff[a] + rows[i, a]]
+            a += 1
+        out[i] = (s0 + s1) + (s2 + s3)
