@@ -34,7 +34,7 @@ import numpy as np
 MIN_ROWS_PER_THREAD = 1 << 15
 #: Below this many rows the kernels are plain numpy (bincount, take): numba's
 #: import and first call (about 1 s in a fresh process) would cost more.
-COMPILED_MIN_ROWS = 1 << 15
+COMPILED_MIN_ROWS = 1 << 12
 THREADS = max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1)
 _pool: tuple[int, ThreadPoolExecutor] | None = None
 
