@@ -45,14 +45,18 @@ def _peak_rss_gib() -> float:
 def warm_up(blocks: int, runs: int, seed: int) -> None:
     """One small pass through every timed code path (imports, thread pools)."""
     import sca
+    from sca.kernels import COMPILED_MIN_ROWS
     from sca.planted import planted_runs, planted_truth
 
     rng = np.random.default_rng(seed)
-    truth = planted_truth(300, [1] * blocks, rng)
-    S = sca.membership_operator(planted_runs(truth, runs, 0.5, rng))
-    P = sca.balance(S).P
-    sca.iterate(P, sca.spectrum(P).k, seed=seed)
-    peers(S.to_dense(), truth, runs, blocks, seed)
+    # small (numpy kernels, and the peers) and large enough for the compiled ones
+    for n in (300, 2 * COMPILED_MIN_ROWS):
+        truth = planted_truth(n, [1] * blocks, rng)
+        S = sca.membership_operator(planted_runs(truth, runs, 0.5, rng, dtype=np.uint8))
+        P = sca.balance(S).P
+        sca.iterate(P, sca.spectrum(P).k, seed=seed)
+        if n == 300:
+            peers(S.to_dense(), truth, runs, blocks, seed)
 
 
 def run_stages(labels, seed: int):
