@@ -19,21 +19,8 @@ _jit = numba.njit(nogil=True, cache=True, boundscheck=False)
 
 
 @_jit
-def _rmat_rows(packed, binoff, X, lo, hi, out):
-    g, s = packed.shape[0], X.shape[1]
-    for start in range(lo, hi, CHUNK):
-        stop = min(start + CHUNK, hi)
-        for a in range(g):
-            base, codes = binoff[a], packed[a]
-            for i in range(start, stop):
-                row = base + codes[i]
-                for q in range(s):
-                    out[row, q] += X[i, q]
-
-
-@_jit
 def _rvec_rows(packed, binoff, x, lo, hi, out):
-    """:func:`_rmat_rows` for one column (the common case), without the inner loop."""
+    """Weighted counts of each group's combined codes (``(groups, m)`` codes)."""
     for start in range(lo, hi, CHUNK):
         stop = min(start + CHUNK, hi)
         for a in range(packed.shape[0]):
@@ -43,22 +30,8 @@ def _rvec_rows(packed, binoff, x, lo, hi, out):
 
 
 @_jit
-def _mat_rows(packed, binoff, table, lo, hi, out):
-    g, s = packed.shape[0], table.shape[1]
-    for start in range(lo, hi, CHUNK):
-        stop = min(start + CHUNK, hi)
-        out[start:stop] = 0.0
-        for a in range(g):
-            base, codes = binoff[a], packed[a]
-            for i in range(start, stop):
-                row = base + codes[i]
-                for q in range(s):
-                    out[i, q] += table[row, q]
-
-
-@_jit
 def _vec_rows(packed, binoff, table, lo, hi, out):
-    """:func:`_mat_rows` for one column."""
+    """Gathers of each element's entries of ``table``, summed over the groups."""
     for start in range(lo, hi, CHUNK):
         stop = min(start + CHUNK, hi)
         out[start:stop] = 0.0

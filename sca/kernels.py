@@ -76,46 +76,49 @@ def _compiled(m: int):
 
 
 def rmat(packed: np.ndarray, binoff: np.ndarray, X: np.ndarray) -> np.ndarray:
-    """Weighted counts of every group's combined codes: ``(bins, s)`` for X ``(m, s)``."""
-    X = _float2d(X)
+    """Weighted counts of every group's combined codes: ``(bins, s)`` for X ``(m, s)``,
+    a column at a time (one column's counts stay in the core's cache)."""
     c = _compiled(packed.shape[1])
-    if c is None:
-        return np.column_stack(
-            [
+    spans = _spans(packed.shape[1])
+    columns = []
+    for x in _float2d(X).T:
+        if c is None:
+            sizes = np.diff(binoff)
+            columns.append(
                 np.concatenate(
-                    [
-                        np.bincount(codes, x, minlength=int(binoff[a + 1] - binoff[a]))
-                        for a, codes in enumerate(packed)
-                    ]
+                    [np.bincount(codes, x, minlength=sizes[a]) for a, codes in enumerate(packed)]
                 )
-                for x in X.T
+            )
+            continue
+        x = np.ascontiguousarray(x)
+        outs = [np.zeros(int(binoff[-1])) for _ in spans]
+        _parallel(
+            [
+                partial(c._rvec_rows, packed, binoff, x, lo, hi, out)
+                for (lo, hi), out in zip(spans, outs)
             ]
         )
-    kernel, X = (c._rvec_rows, X.ravel()) if X.shape[1] == 1 else (c._rmat_rows, X)
-    spans = _spans(packed.shape[1])
-    outs = [np.zeros((int(binoff[-1]),) + X.shape[1:]) for _ in spans]
-    _parallel(
-        [partial(kernel, packed, binoff, X, lo, hi, out) for (lo, hi), out in zip(spans, outs)]
-    )
-    return sum(outs[1:], outs[0]).reshape(-1, 1 if X.ndim == 1 else X.shape[1])
+        columns.append(sum(outs[1:], outs[0]))
+    return np.column_stack(columns)
 
 
 def mat(packed: np.ndarray, binoff: np.ndarray, table: np.ndarray) -> np.ndarray:
-    """``sum_a table[binoff[a] + packed[a, i]]`` for each element i: ``(m, s)``."""
-    table = _float2d(table)
-    s = table.shape[1]
+    """``sum_a table[binoff[a] + packed[a, i]]`` for each element i: ``(m, s)``,
+    a column of ``table`` at a time."""
     c = _compiled(packed.shape[1])
-    if c is None:
-        out = np.zeros((packed.shape[1], s))
-        for a, codes in enumerate(packed):
-            out += table[binoff[a] + codes.astype(np.intp)]
-        return out
-    kernel, table = (c._vec_rows, table.ravel()) if s == 1 else (c._mat_rows, table)
-    out = np.empty((packed.shape[1],) + table.shape[1:])
-    _parallel(
-        [partial(kernel, packed, binoff, table, lo, hi, out) for lo, hi in _spans(packed.shape[1])]
-    )
-    return out.reshape(-1, s)
+    table = _float2d(table)
+    out = np.empty((table.shape[1], packed.shape[1]))
+    for column, y in zip(np.ascontiguousarray(table.T), out):
+        if c is None:
+            y[:] = sum(column[binoff[a] + codes.astype(np.intp)] for a, codes in enumerate(packed))
+            continue
+        _parallel(
+            [
+                partial(c._vec_rows, packed, binoff, column, lo, hi, y)
+                for lo, hi in _spans(packed.shape[1])
+            ]
+        )
+    return out.T
 
 
 def joint(packed: np.ndarray, binoff: np.ndarray, w: np.ndarray, pairs, dtype=np.float64):
