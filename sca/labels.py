@@ -135,14 +135,9 @@ def _packing(spans: np.ndarray, limit: int = PACKED_CODES):
     return groups, radix, binoff, M
 
 
-def _pack(block: np.ndarray, groups, radix) -> np.ndarray:
-    """Combined codes ``(g, rows)`` of a block of rows of the label matrix."""
-    from . import kernels
-
-    block = np.asarray(block)
-    one_byte = block.dtype.itemsize == 1
-    dtype = smallest_unsigned(PACKED_CODES - 1) if one_byte else np.dtype(np.uint32)
-    return kernels.pack(block, groups, radix, dtype)
+def _codes_dtype(binoff: np.ndarray) -> np.dtype:
+    """The type of a packing's combined codes: the smallest that holds its largest group's."""
+    return smallest_unsigned(int(np.diff(binoff).max()) - 1)
 
 
 class LabelOperator(FactoredOperator):
@@ -169,16 +164,19 @@ class LabelOperator(FactoredOperator):
     def packing(self):
         """``(groups, radix, binoff, M, packed)``: byte codes, ``(groups, n)``."""
         if "packing" not in self._cache:
+            from . import kernels
+
             groups, radix, binoff, M = _packing(self.spans)
+            dtype = _codes_dtype(binoff)
             if is_dask(self.codes):
                 codes = self.codes.rechunk({1: -1})
                 packed = codes.map_blocks(
-                    lambda block: _pack(block, groups, radix).T,
-                    dtype=np.uint8 if codes.dtype.itemsize == 1 else np.uint32,
+                    lambda block: kernels.pack(block, groups, radix, dtype).T,
+                    dtype=dtype,
                     chunks=(codes.chunks[0], (len(groups),)),
                 ).T.persist()
             else:
-                packed = _pack(self.codes, groups, radix)
+                packed = kernels.pack(np.asarray(self.codes), groups, radix, dtype)
             self._cache["packing"] = (groups, radix, binoff, M, packed)
         return self._cache["packing"]
 
@@ -198,8 +196,9 @@ class LabelOperator(FactoredOperator):
                 and self.n >= kernels.COMPILED_MIN_ROWS
             ):
                 groups, radix, binoff, M = _packing(self.spans, WIDE_CODES)
-                dtype = smallest_unsigned(max(WIDE_CODES, int(np.diff(binoff).max())) - 1)
-                rows = kernels.pack(np.asarray(self.codes), groups, radix, dtype, rowmajor=True)
+                rows = kernels.pack(
+                    np.asarray(self.codes), groups, radix, _codes_dtype(binoff), rowmajor=True
+                )
                 self._cache["wide"] = (groups, radix, binoff, M, rows)
         return self._cache["wide"]
 
@@ -280,7 +279,7 @@ class LabelOperator(FactoredOperator):
         pairs = [(a, b) for a in range(len(groups)) for b in range(a, len(groups))]
         counts = self._map("joint", np.array(pairs), np.dtype(dtype), by_row=(w,))
         # Onto the runs' labels: block (a, b) of G is marginal_a^T counts_ab marginal_b,
-        # all pairs in two batched products (marginals zero-padded to one shape).
+        # one product per group on each side (marginals zero-padded to one shape).
         cols = [np.arange(self.groups[runs[0]], self.groups[runs[-1] + 1]) for runs in groups]
         width = max(c.size for c in cols)
         marginal = np.zeros((len(groups), counts.shape[1], width))
