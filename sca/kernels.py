@@ -75,49 +75,52 @@ def _compiled(m: int):
     return compiled
 
 
+def _counts(loop, codes, binoff, x, m: int) -> np.ndarray:
+    """One column of weighted counts by a compiled scatter ``loop`` over ``m`` rows,
+    each core counting its rows into its own vector, then summed."""
+    x = np.ascontiguousarray(x, dtype=np.float64).ravel()
+    spans = _spans(m)
+    outs = [np.zeros(int(binoff[-1])) for _ in spans]
+    _parallel([partial(loop, codes, binoff, x, lo, hi, out) for (lo, hi), out in zip(spans, outs)])
+    return sum(outs[1:], outs[0])
+
+
+def _gathers(loop, codes, binoff, table, m: int, out=None) -> np.ndarray:
+    """One column of gathers by a compiled ``loop`` over ``m`` rows, split over the cores."""
+    table = np.ascontiguousarray(table, dtype=np.float64).ravel()
+    out = np.empty(m) if out is None else out
+    _parallel([partial(loop, codes, binoff, table, lo, hi, out) for lo, hi in _spans(m)])
+    return out
+
+
 def rmat(packed: np.ndarray, binoff: np.ndarray, X: np.ndarray) -> np.ndarray:
     """Weighted counts of every group's combined codes: ``(bins, s)`` for X ``(m, s)``,
     a column at a time (one column's counts stay in the core's cache)."""
-    c = _compiled(packed.shape[1])
-    spans = _spans(packed.shape[1])
-    columns = []
-    for x in _float2d(X).T:
-        if c is None:
-            sizes = np.diff(binoff)
-            columns.append(
-                np.concatenate(
-                    [np.bincount(codes, x, minlength=sizes[a]) for a, codes in enumerate(packed)]
-                )
+    c, m = _compiled(packed.shape[1]), packed.shape[1]
+    sizes = np.diff(binoff)
+    return np.column_stack(
+        [
+            np.concatenate(
+                [np.bincount(codes, x, minlength=sizes[a]) for a, codes in enumerate(packed)]
             )
-            continue
-        x = np.ascontiguousarray(x)
-        outs = [np.zeros(int(binoff[-1])) for _ in spans]
-        _parallel(
-            [
-                partial(c._rvec_rows, packed, binoff, x, lo, hi, out)
-                for (lo, hi), out in zip(spans, outs)
-            ]
-        )
-        columns.append(sum(outs[1:], outs[0]))
-    return np.column_stack(columns)
+            if c is None
+            else _counts(c._rvec_rows, packed, binoff, x, m)
+            for x in _float2d(X).T
+        ]
+    )
 
 
 def mat(packed: np.ndarray, binoff: np.ndarray, table: np.ndarray) -> np.ndarray:
     """``sum_a table[binoff[a] + packed[a, i]]`` for each element i: ``(m, s)``,
     a column of ``table`` at a time."""
-    c = _compiled(packed.shape[1])
+    c, m = _compiled(packed.shape[1]), packed.shape[1]
     table = _float2d(table)
-    out = np.empty((table.shape[1], packed.shape[1]))
-    for column, y in zip(np.ascontiguousarray(table.T), out):
+    out = np.empty((table.shape[1], m))
+    for column, y in zip(table.T, out):
         if c is None:
             y[:] = sum(column[binoff[a] + codes.astype(np.intp)] for a, codes in enumerate(packed))
-            continue
-        _parallel(
-            [
-                partial(c._vec_rows, packed, binoff, column, lo, hi, y)
-                for lo, hi in _spans(packed.shape[1])
-            ]
-        )
+        else:
+            _gathers(c._vec_rows, packed, binoff, column, m, out=y)
     return out.T
 
 
@@ -192,31 +195,14 @@ def rvec(rows: np.ndarray, binoff: np.ndarray, x: np.ndarray) -> np.ndarray:
     the wide codes are used from :data:`COMPILED_MIN_ROWS` rows on)."""
     from . import compiled
 
-    x = np.ascontiguousarray(x, dtype=np.float64).ravel()
-    spans = _spans(rows.shape[0])
-    outs = [np.zeros(int(binoff[-1])) for _ in spans]
-    _parallel(
-        [
-            partial(compiled._rvec_wide, rows, binoff, x, lo, hi, out)
-            for (lo, hi), out in zip(spans, outs)
-        ]
-    )
-    return sum(outs[1:], outs[0])
+    return _counts(compiled._rvec_wide, rows, binoff, x, rows.shape[0])
 
 
 def vec(rows: np.ndarray, binoff: np.ndarray, table: np.ndarray) -> np.ndarray:
     """:func:`mat` of one column from row-major codes ``(m, g)`` (compiled only)."""
     from . import compiled
 
-    table = np.ascontiguousarray(table, dtype=np.float64).ravel()
-    out = np.empty(rows.shape[0])
-    _parallel(
-        [
-            partial(compiled._vec_wide, rows, binoff, table, lo, hi, out)
-            for lo, hi in _spans(rows.shape[0])
-        ]
-    )
-    return out
+    return _gathers(compiled._vec_wide, rows, binoff, table, rows.shape[0])
 
 
 def permuted_columns(codes: np.ndarray, perm: np.ndarray) -> np.ndarray:
