@@ -22,6 +22,10 @@ from .operators import (
     ConsensusOperator,
 )
 
+#: The iteration runs on K-vectors once n is this many times K (a K x K product
+#: per step in place of two passes over the elements).
+ITERATE_ON_K = 4
+
 
 class FactoredOperator(ConsensusOperator):
     """``S = H H^T`` with ``H`` sparse ``n x K``; S itself is never formed.
@@ -46,8 +50,34 @@ class FactoredOperator(ConsensusOperator):
     def n_clusters(self) -> int:
         return self.H.shape[1]
 
+    def _left(self, X):
+        """``H^T X``."""
+        return self.H.T @ X
+
+    def _right(self, Z):
+        """``H Z``."""
+        return self.H @ Z
+
     def _product(self, X):
-        return self.H @ (self.H.T @ X)
+        return self._right(self._left(X))
+
+    def factor_transpose(self, X) -> np.ndarray:
+        """``(DH)^T X``: X's entries summed per cluster, each weighted by its ``d_i``."""
+        X = np.asarray(X, dtype=float)
+        if self.scale is not None:
+            X = (self.scale if X.ndim == 1 else self.scale[:, None]) * X
+        return self._left(X)
+
+    def factor(self, Z) -> np.ndarray:
+        """``(DH) Z`` for Z of K rows: each element's clusters' entries summed, times ``d_i``."""
+        Y = self._right(np.asarray(Z, dtype=float))
+        if self.scale is not None:
+            Y *= self.scale if Y.ndim == 1 else self.scale[:, None]
+        return Y
+
+    def factor_gram(self):
+        gram = getattr(self, "_gram", None)
+        return gram if gram is not None and ITERATE_ON_K * self.n_clusters <= self.n else None
 
     def _raw_diagonal(self):
         return np.asarray(self.H.multiply(self.H).sum(axis=1)).ravel()
@@ -172,6 +202,8 @@ class FactoredOperator(ConsensusOperator):
             return super().eigenvalues(k_hat, few)
         k_hat = self.n if k_hat is None else min(int(k_hat), self.n)
         gram = self.gram(np.float32 if few else np.float64)
+        if not few:
+            self._gram = gram  # for the iteration (factor_gram)
         if few and k_hat < self.n_clusters - 1 and self.n_clusters > DENSE_SPECTRUM_MAX_N:
             values = eigsh(gram, k=k_hat, which="LA", tol=1e-4, return_eigenvectors=False)
         else:

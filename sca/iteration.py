@@ -135,7 +135,10 @@ class _KMeansSplit:
         sample = Y[self.sample]
         # A fresh k-means++ fit and the previous centres refined: keep the
         # better, so neither a bad first start nor a stale optimum persists.
-        models = [KMeans(self.k, n_init=4, random_state=self.seed)]
+        # Four fresh starts at first; one a step once the previous centres
+        # carry the best found so far.
+        fresh = 4 if self.centres is None else 1
+        models = [KMeans(self.k, n_init=fresh, random_state=self.seed)]
         if self.centres is not None:
             models.append(KMeans(self.k, init=self.centres, n_init=1, random_state=self.seed))
         with threadpool_limits(limits=1):  # a few thousand rows: threads cost more
@@ -239,6 +242,8 @@ def evolve(
     active = list(range(n_starts))
     steps = []
     t = 0
+    gram = P.factor_gram()
+    space = None if gram is None else _FactorSpace(P, gram, block)
     while True:
         for s in list(active):
             labels = splitters[s](Y[:, s * block : (s + 1) * block])
@@ -271,12 +276,60 @@ def evolve(
             return done, t, (steps if trace else None), Y
         # x_t^T = x_{t-1}^T P on the deflated iterate, then renormalise.
         cols = np.concatenate([np.arange(s * block, (s + 1) * block) for s in active])
-        Z = P.matmat(Y[:, cols])
-        Z -= Z.mean(axis=0)
-        norms = np.linalg.norm(Z, axis=0)
+        norms = None if space is None else space.step(Y, cols)
+        if norms is not None:
+            Y[:, cols] = space.expand(cols)
+        else:  # on n-vectors (and from here on, should the K-vectors lose rank)
+            space = None
+            Z = P.matmat(Y[:, cols])
+            Z -= Z.mean(axis=0)
+            norms = np.linalg.norm(Z, axis=0)
+            Y[:, cols] = _normalise(Z, block)
         scale[cols] *= norms
-        Y[:, cols] = _normalise(Z, block)
         t += 1
+
+
+class _FactorSpace:
+    """The iterates of a factored ``P = F F^T`` (F = DH, K columns) held as
+    K-vectors: after the first step every iterate is ``Y = F Z``, so
+    ``P Y = F (G Z)`` with ``G = F^T F``, the uniform direction is ``1 = F w``
+    with ``w = F^T 1`` (P is doubly stochastic), and ``Y^T Y = Z^T G Z``.  A
+    step is a ``K x K`` product; only ``F Z``, for the split, passes over the
+    elements.
+    """
+
+    def __init__(self, P: ConsensusOperator, G: np.ndarray, block: int):
+        self.P, self.G, self.block = P, G, block
+        self.w = P.factor_transpose(np.ones(P.n))
+        self.Z: np.ndarray | None = None
+
+    def step(self, Y: np.ndarray, cols: np.ndarray) -> np.ndarray | None:
+        """One product for the columns ``cols`` of the iterate ``Y``, deflated
+        and normalised; returns the norms after deflation, or None where a
+        block's columns are (nearly) dependent."""
+        if self.Z is None:  # the random start is no F Z: its product is F (F^T x_0)
+            self.Z = np.zeros((self.G.shape[0], Y.shape[1]))
+            Z = self.P.factor_transpose(Y[:, cols])
+        else:
+            Z = self.G @ self.Z[:, cols]
+        Z -= np.outer(self.w, self.w @ Z) / self.P.n
+        norms = np.sqrt(np.maximum(np.einsum("ij,ij->j", Z, self.G @ Z), 0.0))
+        for s in range(0, Z.shape[1], self.block):
+            part = Z[:, s : s + self.block]
+            try:
+                for _ in range(2):  # Cholesky QR twice, in the inner product of G
+                    R = np.linalg.cholesky(part.T @ self.G @ part).T
+                    part = solve_triangular(R, part.T, trans="T").T
+            except np.linalg.LinAlgError:
+                return None
+            if not np.all(np.isfinite(part)):
+                return None
+            Z[:, s : s + self.block] = part
+        self.Z[:, cols] = Z
+        return norms
+
+    def expand(self, cols: np.ndarray) -> np.ndarray:
+        return self.P.factor(self.Z[:, cols])
 
 
 def solutions_of(runs: list[np.ndarray]):

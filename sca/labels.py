@@ -242,21 +242,29 @@ class LabelOperator(FactoredOperator):
             (np.ones(indices.size), indices, indptr), shape=(self.n, self.n_clusters)
         )
 
-    def _product(self, X):
-        wide = self.wide
+    def _left(self, X):
+        K, wide = self.n_clusters, self.wide
         if wide is not None:  # column by column: one column's tables stay in cache
             from . import kernels
 
             _, _, binoff, M, rows = wide
             columns = X.reshape(self.n, -1).T
-            out = np.empty_like(columns)
-            for q, x in enumerate(columns):
-                out[q] = kernels.vec(rows, binoff, M @ (M.T @ kernels.rvec(rows, binoff, x)))
-            return out.T.reshape(X.shape)
-        M = self.packing[3]
-        counts = self._map("rmat", by_row=(X.reshape(self.n, -1),))  # Hp^T X
-        table = M @ (M.T @ counts)  # M M^T Hp^T X, per combined code
-        return self._map("mat", table).reshape(X.shape)
+            out = np.column_stack([M.T @ kernels.rvec(rows, binoff, x) for x in columns])
+        else:
+            out = self.packing[3].T @ self._map("rmat", by_row=(X.reshape(self.n, -1),))
+        return out.reshape((K,) + X.shape[1:])
+
+    def _right(self, Z):
+        wide = self.wide
+        if wide is not None:
+            from . import kernels
+
+            _, _, binoff, M, rows = wide
+            columns = Z.reshape(self.n_clusters, -1).T
+            out = np.column_stack([kernels.vec(rows, binoff, M @ z) for z in columns])
+        else:
+            out = self._map("mat", self.packing[3] @ Z.reshape(self.n_clusters, -1))
+        return out.reshape((self.n,) + Z.shape[1:])
 
     def _raw_diagonal(self):
         return np.full(self.n, float(self.spans.size))
@@ -276,33 +284,48 @@ class LabelOperator(FactoredOperator):
             return super().gram(dtype)
         groups, _, binoff, M, _ = self.packing
         w = np.ones(self.n) if self.scale is None else self.scale**2
-        pairs = [(a, b) for a in range(len(groups)) for b in range(a, len(groups))]
-        counts = self._map("joint", np.array(pairs), np.dtype(dtype), by_row=(w,))
+        g = len(groups)
+        pairs = [(a, b) for a in range(g) for b in range(a + 1, g)]
+        B = int(np.diff(binoff).max())
+        counts = (
+            self._map("joint", np.array(pairs), np.dtype(dtype), by_row=(w,))
+            if pairs
+            else np.zeros((0, B, B), dtype=dtype)
+        )
+        # A group with itself: each element's code paired with itself, so its
+        # block of counts is diagonal, the weighted counts of the group's codes.
+        own = self._map("rmat", by_row=(w[:, None],)).ravel()
         # Onto the runs' labels: block (a, b) of G is marginal_a^T counts_ab marginal_b,
         # one product per group on each side (marginals zero-padded to one shape).
         cols = [np.arange(self.groups[runs[0]], self.groups[runs[-1] + 1]) for runs in groups]
         width = max(c.size for c in cols)
-        marginal = np.zeros((len(groups), counts.shape[1], width))
-        index = np.full((len(groups), width), self.n_clusters)  # padding: a spare row of G
+        marginal = np.zeros((g, B, width), dtype=counts.dtype)
+        index = np.full((g, width), self.n_clusters)  # padding: a spare row of G
         for a, c in enumerate(cols):
             marginal[a, : binoff[a + 1] - binoff[a], : c.size] = M[binoff[a] : binoff[a + 1]][
                 :, c
             ].toarray()
             index[a, : c.size] = c
-        pa, pb = np.array(pairs).T
-        B, P = counts.shape[1], len(pairs)
-        right = np.empty((P, B, width))  # counts_ab marginal_b: one product per b
-        for b in range(len(groups)):
-            at = np.flatnonzero(pb == b)
-            right[at] = (counts[at].reshape(-1, B) @ marginal[b]).reshape(at.size, B, width)
-        blocks = np.empty((P, width, width))  # marginal_a^T (...): one product per a
-        for a in range(len(groups)):
-            at = np.flatnonzero(pa == a)
-            stacked = right[at].transpose(1, 0, 2).reshape(B, -1)
-            blocks[at] = (marginal[a].T @ stacked).reshape(width, at.size, width).transpose(1, 0, 2)
-        blocks[pa == pb] = np.triu(blocks[pa == pb])  # G's upper triangle, then mirrored
         G = np.zeros((self.n_clusters + 1, self.n_clusters + 1))
-        G[index[pa][:, :, None], index[pb][:, None, :]] = blocks  # pairs own disjoint cells
+        for a in range(g):  # G's diagonal blocks, upper triangle
+            block = marginal[a, : binoff[a + 1] - binoff[a]]
+            G[np.ix_(index[a], index[a])] = np.triu(
+                block.T @ (own[binoff[a] : binoff[a + 1], None] * block)
+            )
+        if pairs:
+            pa, pb = np.array(pairs).T
+            right = np.empty((len(pairs), B, width), dtype=counts.dtype)
+            for b in range(g):  # counts_ab marginal_b: one product per b
+                at = np.flatnonzero(pb == b)
+                right[at] = (counts[at].reshape(-1, B) @ marginal[b]).reshape(at.size, B, width)
+            blocks = np.empty((len(pairs), width, width))
+            for a in range(g):  # marginal_a^T (...): one product per a
+                at = np.flatnonzero(pa == a)
+                stacked = right[at].transpose(1, 0, 2).reshape(B, -1)
+                blocks[at] = (
+                    (marginal[a].T @ stacked).reshape(width, at.size, width).transpose(1, 0, 2)
+                )
+            G[index[pa][:, :, None], index[pb][:, None, :]] = blocks  # disjoint cells
         G = G[:-1, :-1]
         G = G + np.triu(G, 1).T
         return G.astype(dtype, copy=False)

@@ -98,6 +98,12 @@ class ConsensusOperator:
     def row_sums(self) -> np.ndarray:
         return self.matmat(np.ones(self.n))
 
+    def factor_gram(self) -> np.ndarray | None:
+        """For ``P = F F^T`` with a factor F of K << n columns: the ``K x K`` Gram
+        matrix ``F^T F`` when it is already at hand (computed for the spectrum),
+        else None.  The iteration then runs on K-vectors (:func:`sca.iteration.evolve`)."""
+        return None
+
     def diagonal(self) -> np.ndarray:
         diag = self._raw_diagonal()
         return diag if self.scale is None else diag * self.scale**2

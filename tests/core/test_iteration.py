@@ -102,3 +102,32 @@ def test_same_seed_same_answer(baseball):
     a = sca.iterate(P, 2, seed=4, starts=5, split="gaps")
     b = sca.iterate(P, 2, seed=4, starts=5, split="gaps")
     assert a.iterations == b.iterations and np.array_equal(a.labels, b.labels)
+
+
+@pytest.mark.parametrize("split", ["kmeans", "gaps"])
+def test_iterates_on_k_vectors_are_those_on_n_vectors(split):
+    """Once the Gram matrix of a factored P is at hand (the spectrum computed
+    it), the iteration holds its iterates as K-vectors (Y = DH Z): the same
+    iterates, clusters and steps as the products on n-vectors."""
+    from sca.iteration import evolve
+
+    rng = np.random.default_rng(5)
+    truth = planted_truth(2000, [1, 2, 3, 4], rng)
+    P = sca.balance(sca.membership_operator(planted_runs(truth, 20, 0.5, rng))).P
+    k = sca.spectrum(P).k
+    assert k == 4 and P.factor_gram() is not None  # K = 80 clusters, n = 2000
+    block = 1 if split == "gaps" else k - 1
+    X0 = rng.random((2000, 2 * block))
+    # a long evolution: without the deflation, rounding drift along 1 would show
+    on_k = evolve(P, k, X0, block, split, 40, 200, seed=1, trace=True)
+    P._gram = None
+    assert P.factor_gram() is None
+    on_n = evolve(P, k, X0, block, split, 40, 200, seed=1, trace=True)
+    assert on_k[1] == on_n[1] and on_k[1] > 1
+    for a, b in zip(on_k[0], on_n[0]):
+        assert np.array_equal(a, b)
+    assert np.allclose(on_k[3], on_n[3], atol=1e-9)
+    for a, b in zip(on_k[2], on_n[2]):
+        assert np.array_equal(a["labels"], b["labels"])
+        assert (a["x"] is None) == (b["x"] is None)
+        assert a["x"] is None or np.allclose(a["x"], b["x"], rtol=1e-9, atol=1e-15)

@@ -118,6 +118,8 @@ def test_label_operator_matches_sparse_h(forms, monkeypatch, compiled, wide):
         op.components()[1].tolist()
         == sca.FactoredOperator(H, groups=groups).components()[1].tolist()
     )
+    assert len(op.packing[0]) == 1  # one group of runs: no pairs of groups to count
+    assert np.allclose(op.gram(), sca.FactoredOperator(H, groups=groups).gram(), rtol=1e-12)
 
 
 def test_label_matrix_memory_mapped(tmp_path):
