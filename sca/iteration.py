@@ -35,12 +35,14 @@ from __future__ import annotations
 import time
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import cast
 
 import numpy as np
 from scipy.linalg import solve_triangular
 
 from .diagnostics import matching
 from .errors import SCAError
+from .factored import FactoredOperator
 from .operators import ConsensusOperator
 from .options import SPLITS, check  # noqa: F401 - SPLITS re-exported
 
@@ -243,7 +245,7 @@ def evolve(
     steps = []
     t = 0
     gram = P.factor_gram()
-    space = None if gram is None else _FactorSpace(P, gram, block)
+    space = None if gram is None else _FactorSpace(cast(FactoredOperator, P), gram, block)
     while True:
         for s in list(active):
             labels = splitters[s](Y[:, s * block : (s + 1) * block])
@@ -277,7 +279,7 @@ def evolve(
         # x_t^T = x_{t-1}^T P on the deflated iterate, then renormalise.
         cols = np.concatenate([np.arange(s * block, (s + 1) * block) for s in active])
         norms = None if space is None else space.step(Y, cols)
-        if norms is not None:
+        if space is not None and norms is not None:
             Y[:, cols] = space.expand(cols)
         else:  # on n-vectors (and from here on, should the K-vectors lose rank)
             space = None
@@ -298,7 +300,7 @@ class _FactorSpace:
     elements.
     """
 
-    def __init__(self, P: ConsensusOperator, G: np.ndarray, block: int):
+    def __init__(self, P: FactoredOperator, G: np.ndarray, block: int):
         self.P, self.G, self.block = P, G, block
         self.w = P.factor_transpose(np.ones(P.n))
         self.Z: np.ndarray | None = None
@@ -329,6 +331,7 @@ class _FactorSpace:
         return norms
 
     def expand(self, cols: np.ndarray) -> np.ndarray:
+        assert self.Z is not None  # set by the first step
         return self.P.factor(self.Z[:, cols])
 
 
