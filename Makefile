@@ -10,7 +10,7 @@ BIN := $(VENV)/bin
 # pyenv's versions, /usr/bin), each in its own .venv-3.X.
 SUPPORTED_PYTHONS ?= 3.10 3.13
 
-.PHONY: install install-test test test-core test-pythons serve lint
+.PHONY: install install-test install-pythons test test-core test-pythons serve lint
 
 # Debian's Python makes environments only with its python3.X-venv package:
 # installed here when missing and we are root, else named.
@@ -60,24 +60,41 @@ lint: install-test
 		&& ln -sfn ../../service build/mypy/sca_service && ln -sfn ../../worker build/mypy/sca_worker
 	$(BIN)/mypy
 
-test: lint
-	@echo "make: running the test suite (pytest; it starts Redis and Celery workers as it needs)"
-	$(BIN)/python -m pytest --durations=25
-	@$(MAKE) --no-print-directory test-pythons
+# The other Pythons' environments are made while lint and pytest run (their
+# installs are mostly waiting on disk and network); their tests run after.
+test: install-test
+	@mkdir -p build; $(MAKE) --no-print-directory install-pythons >build/install-pythons.log 2>&1 & \
+	installing=$$!; status=0; \
+	$(MAKE) --no-print-directory lint && { \
+		echo "make: running the test suite (pytest; it starts Redis and Celery workers as it needs)"; \
+		$(BIN)/python -m pytest --durations=25; } || status=1; \
+	wait $$installing || { status=1; echo "make: making the other Pythons' environments failed"; }; \
+	cat build/install-pythons.log; [ $$status = 0 ] && $(MAKE) --no-print-directory test-pythons
 
 # The core tests (numerics, command line, plots) in $(VENV).
 test-core: install-test
 	@echo "make: core tests on $$($(BIN)/python --version) in $(VENV)"
 	$(BIN)/python -m pytest -q -p no:cacheprovider tests/core
 
+# Each supported Python this machine has: its path, or nothing (and a line saying so).
+define find_python
+py=; for c in "$$(command -v python$(1))" $${PYENV_ROOT:-$$HOME/.pyenv}/versions/$(1)*/bin/python \
+	/usr/bin/python$(1); do \
+	if [ -x "$$c" ] && "$$c" -c "import sys; assert '%d.%d' % sys.version_info[:2] == '$(1)'" \
+		2>/dev/null; then py=$$c; break; fi; done
+endef
+
+# The environments of the other Pythons, one after the other (Debian's venv
+# package may need installing, and apt takes one at a time).
+install-pythons:
+	@for v in $(SUPPORTED_PYTHONS); do $(call find_python,$$v); \
+		if [ -n "$$py" ]; then $(MAKE) --no-print-directory install-test \
+			PYTHON=$$py VENV=.venv-$$v TEST_EXTRA=test-core || exit 1; fi; done
+
 # Each Python with the core's own dependencies (the test-core extra), both
 # at once, each with one BLAS thread; their logs are printed in turn.
 test-pythons:
-	@mkdir -p build; jobs=; for v in $(SUPPORTED_PYTHONS); do \
-		py=; for c in "$$(command -v python$$v)" $${PYENV_ROOT:-$$HOME/.pyenv}/versions/$$v*/bin/python \
-			/usr/bin/python$$v; do \
-			if [ -x "$$c" ] && "$$c" -c "import sys; assert '%d.%d' % sys.version_info[:2] == '$$v'" \
-				2>/dev/null; then py=$$c; break; fi; done; \
+	@mkdir -p build; jobs=; for v in $(SUPPORTED_PYTHONS); do $(call find_python,$$v); \
 		if [ -z "$$py" ]; then echo "make: no Python $$v on this machine: its tests are skipped"; \
 		else echo "make: core tests on Python $$v in .venv-$$v (log: build/test-python$$v.log)"; \
 			OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 $(MAKE) --no-print-directory test-core \
