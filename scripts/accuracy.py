@@ -20,7 +20,7 @@ For each case and seed, on the same label runs, it prints the true k and:
 
 Peers need the dense n x n consensus and run up to n = 10,000 only.
 
-    python scripts/accuracy.py            # about 5 minutes on 2 cores
+    python scripts/accuracy.py            # about 12 minutes on 2 cores
     python scripts/accuracy.py --quick    # n <= 4,000 and one seed
 """
 
