@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .errors import BalancingError, SCAError
+from .kernels import one_blas_thread
 from .operators import ConsensusOperator
 from .options import OPTIONS
 
@@ -64,6 +65,7 @@ class BalanceResult:
     components: np.ndarray
 
 
+@one_blas_thread
 def balance(
     S: ConsensusOperator,
     tol: float = DEFAULT_TOL,

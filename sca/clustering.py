@@ -22,6 +22,7 @@ from .iteration import (
     random_start,
     solutions_of,
 )
+from .kernels import one_blas_thread
 from .operators import ConsensusOperator
 from .options import OPTIONS
 
@@ -32,6 +33,7 @@ DEFAULT_STARTS = OPTIONS["starts"].default
 MAX_ROUNDS = 10
 
 
+@one_blas_thread
 def iterate(
     P: ConsensusOperator,
     k: int,
@@ -121,6 +123,7 @@ def iterate(
     return result
 
 
+@one_blas_thread
 def iterate_best(P: ConsensusOperator, candidates, **options):
     """Cluster with each candidate k; keep the clustering most uncoupled against chance.
 

@@ -17,6 +17,7 @@ import numpy as np
 from .errors import DeadlineExceeded, IterationError, SCAError
 from .inputs import check_data
 from .iteration import evolve
+from .kernels import one_blas_thread
 from .operators import ConsensusOperator
 from .options import NEIGHBOUR_METHODS as METHODS
 from .options import validate
@@ -45,6 +46,7 @@ def _check_element(element, n: int) -> int:
     return int(element)
 
 
+@one_blas_thread
 def custom_cluster(
     P: ConsensusOperator,
     element: int,

@@ -226,6 +226,14 @@ class LabelOperator(FactoredOperator):
         """Whether every group's combined codes fit a byte (pairs of them: 65536 counts)."""
         return int(np.diff(self.packing[2]).max()) <= PACKED_CODES
 
+    @property
+    def threaded_kernels(self) -> bool:
+        """Whether products run the compiled kernels on threads (see
+        :func:`sca.kernels.one_blas_thread`)."""
+        from . import kernels
+
+        return not is_dask(self.codes) and self.n >= kernels.COMPILED_MIN_ROWS
+
     # -- the operator ----------------------------------------------------------
     @property
     def n_clusters(self) -> int:

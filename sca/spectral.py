@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .errors import SCAError
+from .kernels import one_blas_thread
 from .null import ZERO, NoiseFloor, noise_floor
 from .operators import ConsensusOperator
 from .options import OPTIONS, RULES, validate  # noqa: F401 - RULES re-exported
@@ -134,6 +135,7 @@ def check_spectrum_options(
     return None if k_hat is None else int(k_hat)
 
 
+@one_blas_thread
 def spectrum(
     P: ConsensusOperator,
     k: int | None = None,

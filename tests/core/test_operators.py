@@ -210,3 +210,23 @@ def test_entries_and_block_sums_agree_across_forms(forms):
         assert np.allclose(P.entries(rows, cols), dense[rows, cols])
         E = np.eye(3)[truth]
         assert np.allclose(P.block_sums(truth), E.T @ dense @ E)
+
+
+def test_stages_on_threaded_kernels_hold_blas_to_one_thread(monkeypatch):
+    """While the kernels run on every core, BLAS runs on one (its spinning
+    threads would take the kernels' cores); other operators keep their BLAS."""
+    from threadpoolctl import threadpool_info
+
+    from sca.kernels import one_blas_thread
+
+    monkeypatch.setattr(sca.kernels, "THREADS", 2)
+    monkeypatch.setattr(sca.kernels, "COMPILED_MIN_ROWS", 100)
+    blas = lambda P: {p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas"}  # noqa: E731
+    before = blas(None)
+    labels = np.random.default_rng(0).integers(0, 3, (300, 4))
+    threaded, small = sca.membership_operator(labels), sca.membership_operator(labels[:50])
+    assert threaded.threaded_kernels and not small.threaded_kernels
+    assert one_blas_thread(blas)(threaded) == {1}
+    assert one_blas_thread(blas)(small) == before == blas(None)
+    for stage in (sca.balance, sca.spectrum, sca.iterate, sca.custom_cluster):
+        assert stage.__wrapped__ is not None  # each stage is held to one BLAS thread
