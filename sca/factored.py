@@ -197,15 +197,24 @@ class FactoredOperator(ConsensusOperator):
             G += block.T @ block
         return G
 
+    @property
+    def gram_cheap(self) -> bool:
+        """Whether the ``K x K`` Gram matrix is cheap enough to form for the spectrum."""
+        return self.n_clusters <= GRAM_MAX_K
+
     def eigenvalues(self, k_hat=None, few=False):
-        if self.n_clusters > GRAM_MAX_K:
+        if not self.gram_cheap:
             return super().eigenvalues(k_hat, few)
+        K = self.n_clusters
         k_hat = self.n if k_hat is None else min(int(k_hat), self.n)
-        gram = self.gram(np.float32 if few else np.float64)
+        gram = None if few else getattr(self, "_gram", None)  # k̂ grows on the same G
+        if gram is None:
+            gram = self.gram(np.float32 if few else np.float64)
         if not few:
-            self._gram = gram  # for the iteration (factor_gram)
-        if few and k_hat < self.n_clusters - 1 and self.n_clusters > DENSE_SPECTRUM_MAX_N:
-            values = eigsh(gram, k=k_hat, which="LA", tol=1e-4, return_eigenvectors=False)
+            self._gram = gram  # also for the iteration (factor_gram)
+        if k_hat < K - 1 and K > DENSE_SPECTRUM_MAX_N and (few or K > GRAM_MAX_K):
+            tol = 1e-4 if few else 1e-10
+            values = eigsh(gram, k=k_hat, which="LA", tol=tol, return_eigenvectors=False)
         else:
             values = np.linalg.eigvalsh(gram)
         values = np.sort(values)[::-1]

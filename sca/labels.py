@@ -23,7 +23,7 @@ import scipy.sparse as sp
 from scipy.sparse import csgraph
 
 from .factored import FactoredOperator
-from .operators import ConsensusOperator
+from .operators import GRAM_MAX_K, ConsensusOperator
 
 #: Combined codes of a group of runs fit a byte.
 PACKED_CODES = 256
@@ -35,6 +35,11 @@ WIDE_CODES = 4096
 WIDE_MIN_RATIO = 1
 #: From this many elements the Gram matrix is counted from the packed codes.
 JOINT_MIN_N = 2_000
+#: Beyond GRAM_MAX_K clusters the Gram matrix is still counted up to this many
+#: (a 512 MiB G) ...
+GRAM_COUNTS_MAX_K = 8192
+#: ... while the counts of all pairs of groups take no more than this.
+GRAM_COUNTS_BYTES = 512 << 20
 #: Label runs whose labels span more than this (in all) are renumbered first.
 _SPAN_SLACK = 1024
 _BLOCK_ROWS = 1 << 16
@@ -220,6 +225,20 @@ class LabelOperator(FactoredOperator):
             lo += size
         results = dask.compute(*parts)
         return np.concatenate(results) if kernel == "mat" else sum(results)
+
+    @property
+    def gram_cheap(self) -> bool:
+        """Up to :data:`GRAM_MAX_K` clusters as for any factor; beyond, up to
+        :data:`GRAM_COUNTS_MAX_K`, while the pair counts of byte codes fit
+        :data:`GRAM_COUNTS_BYTES` (runs of many labels: one run to a group,
+        each pair's table small), so that the spectrum's few largest
+        eigenvalues come from G, not from products with P."""
+        if self.n_clusters <= GRAM_MAX_K:
+            return True
+        if self.n_clusters > GRAM_COUNTS_MAX_K or not self._small:
+            return False
+        g, B = len(self.packing[0]), int(np.diff(self.packing[2]).max())
+        return g * (g - 1) // 2 * B * B * 8 <= GRAM_COUNTS_BYTES
 
     @property
     def _small(self) -> bool:

@@ -230,3 +230,26 @@ def test_stages_on_threaded_kernels_hold_blas_to_one_thread(monkeypatch):
     assert one_blas_thread(blas)(small) == before == blas(None)
     for stage in (sca.balance, sca.spectrum, sca.iterate, sca.custom_cluster):
         assert stage.__wrapped__ is not None  # each stage is held to one BLAS thread
+
+
+@pytest.mark.parametrize("dense_max", [1000, 50], ids=["eigvalsh", "eigsh"])
+def test_many_clusters_read_the_spectrum_off_the_counted_gram(monkeypatch, dense_max):
+    """Beyond GRAM_MAX_K clusters (runs of many labels) the label matrix still
+    counts G and reads P's largest eigenvalues off it, where the sparse H
+    computes them from products with P: the same eigenvalues."""
+    import sca.factored
+
+    monkeypatch.setattr(sca.factored, "GRAM_MAX_K", 50)
+    monkeypatch.setattr(sca.labels, "GRAM_MAX_K", 50)
+    monkeypatch.setattr(sca.factored, "DENSE_SPECTRUM_MAX_N", dense_max)
+    monkeypatch.setattr(sca.labels, "JOINT_MIN_N", 0)
+    rng = np.random.default_rng(3)
+    labels = planted_runs(planted_truth(600, [1] * 12, rng), 10, 0.3, rng)
+    H, groups = membership_factors(labels)
+    PL = sca.balance(sca.membership_operator(labels)).P
+    PF = sca.balance(sca.FactoredOperator(H, groups=groups)).P
+    assert PL.n_clusters == PF.n_clusters > 50
+    assert PL.gram_cheap and not PF.gram_cheap
+    assert np.allclose(PL.eigenvalues(15), PF.eigenvalues(15), atol=1e-8)
+    assert PL.factor_gram() is not None and PF.factor_gram() is None
+    assert sca.spectrum(PL).k == sca.spectrum(PF).k == 12
