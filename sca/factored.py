@@ -198,6 +198,10 @@ class FactoredOperator(ConsensusOperator):
         return G
 
     @property
+    def rank_bound(self) -> int:
+        return min(self.n, self.n_clusters)
+
+    @property
     def gram_cheap(self) -> bool:
         """Whether the ``K x K`` Gram matrix is cheap enough to form for the spectrum."""
         return self.n_clusters <= GRAM_MAX_K

@@ -98,6 +98,11 @@ class ConsensusOperator:
     def row_sums(self) -> np.ndarray:
         return self.matmat(np.ones(self.n))
 
+    @property
+    def rank_bound(self) -> int:
+        """An upper bound on the rank of S (n; a factor's number of columns)."""
+        return self.n
+
     def factor_gram(self) -> np.ndarray | None:
         """For ``P = F F^T`` with a factor F of K << n columns: the ``K x K`` Gram
         matrix ``F^T F`` when it is already at hand (computed for the spectrum),

@@ -28,6 +28,24 @@ def test_random_labels_have_no_cluster_structure():
         assert result["noise_floor"] > result["eigenvalues"][1]
 
 
+def test_few_clusters_over_many_elements_have_the_margin_of_their_rank():
+    """Random labels with K << n (20 runs of 5 labels: S has rank 100 at most)
+    and a single null draw: the margin is the fluctuation of a rank-100 top
+    eigenvalue, not of a full-rank one (with which this input gave k = 2)."""
+    from sca.null import noise_floor, tracy_widom
+
+    runs = np.random.default_rng(0).integers(0, 5, (70_000, 20))
+    S = sca.membership_operator(runs)
+    assert S.rank_bound == 100 and tracy_widom(S, draws=1) > 2 * S.n ** (-2 / 3)
+    dense = sca.consensus_operator(np.eye(400) + 0.01)
+    for draws in (1, 8):  # full rank: as before
+        assert dense.rank_bound == 400
+        assert tracy_widom(dense, draws) == pytest.approx(400 ** (-2 / 3))
+    P = sca.balance(S).P
+    spec = sca.spectrum(P)
+    assert spec.k == 1 and spec.floor > spec.eigenvalues[1] > noise_floor(S).draws[0, 0]
+
+
 @pytest.mark.parametrize("seed", range(4))
 def test_weak_structure_never_gives_more_clusters_than_planted(seed):
     rng = np.random.default_rng(seed)
