@@ -179,17 +179,22 @@ def _orthonormal(Y: np.ndarray) -> np.ndarray:
     """An orthonormal basis of Y's columns: Cholesky QR twice (two small Gram
     matrices and triangular solves, several times faster than Householder QR
     on a tall block), Householder QR where the block is nearly rank-deficient."""
+    Q = _cholesky_qr(Y)
+    return np.linalg.qr(Y)[0] if Q is None else Q
+
+
+def _cholesky_qr(Y: np.ndarray, G: np.ndarray | None = None) -> np.ndarray | None:
+    """``Y R^-1`` with columns orthonormal in the inner product of G (the
+    identity if None), by Cholesky QR twice; None where Y is (nearly) rank-deficient."""
     Q = Y
     try:
         for _ in range(2):
-            R = np.linalg.cholesky(Q.T @ Q).T
-            # Q R^-1, computed as (R^-T Q^T)^T: BLAS is slow on an n x b times b x b product
-            Q = (solve_triangular(R, np.eye(R.shape[0])).T @ Q.T).T
+            R = np.linalg.cholesky(Q.T @ Q if G is None else Q.T @ G @ Q).T
+            # Q R^-1 as the triangular solve R^T X = Q^T (twice as fast as forming R^-1)
+            Q = solve_triangular(R, Q.T, trans="T").T
     except np.linalg.LinAlgError:
-        return np.linalg.qr(Y)[0]
-    if not np.all(np.isfinite(Q)):
-        return np.linalg.qr(Y)[0]
-    return Q
+        return None
+    return Q if np.all(np.isfinite(Q)) else None
 
 
 def check_iteration_options(P, k, starts, stable, max_iterations, split):
@@ -278,8 +283,7 @@ def evolve(
             return done, t, (steps if trace else None), Y
         # x_t^T = x_{t-1}^T P on the deflated iterate, then renormalise.
         cols = np.concatenate([np.arange(s * block, (s + 1) * block) for s in active])
-        norms = None if space is None else space.step(Y, cols)
-        if space is not None and norms is not None:
+        if space is not None and (norms := space.step(Y, cols)) is not None:
             Y[:, cols] = space.expand(cols)
         else:  # on n-vectors (and from here on, should the K-vectors lose rank)
             space = None
@@ -317,14 +321,8 @@ class _FactorSpace:
         Z -= np.outer(self.w, self.w @ Z) / self.P.n
         norms = np.sqrt(np.maximum(np.einsum("ij,ij->j", Z, self.G @ Z), 0.0))
         for s in range(0, Z.shape[1], self.block):
-            part = Z[:, s : s + self.block]
-            try:
-                for _ in range(2):  # Cholesky QR twice, in the inner product of G
-                    R = np.linalg.cholesky(part.T @ self.G @ part).T
-                    part = solve_triangular(R, part.T, trans="T").T
-            except np.linalg.LinAlgError:
-                return None
-            if not np.all(np.isfinite(part)):
+            part = _cholesky_qr(Z[:, s : s + self.block], self.G)
+            if part is None:
                 return None
             Z[:, s : s + self.block] = part
         self.Z[:, cols] = Z
