@@ -22,9 +22,10 @@ from .operators import (
     ConsensusOperator,
 )
 
-#: The iteration runs on K-vectors once n is this many times K (a K x K product
-#: per step in place of two passes over the elements).
-ITERATE_ON_K = 4
+#: K counts as small beside n from n = SMALL_K_RATIO * K: the iteration then runs
+#: on K-vectors (a K x K product per step in place of two passes over the
+#: elements), and a label matrix counts G beyond GRAM_MAX_K.
+SMALL_K_RATIO = 4
 
 
 class FactoredOperator(ConsensusOperator):
@@ -37,6 +38,8 @@ class FactoredOperator(ConsensusOperator):
     """
 
     kind = "factored"
+    #: G = (DH)^T (DH), kept once the spectrum has computed it.
+    _gram: np.ndarray | None = None
 
     def __init__(self, H, scale=None, groups=None):
         H = sp.csr_array(H)
@@ -75,9 +78,13 @@ class FactoredOperator(ConsensusOperator):
             Y *= self.scale if Y.ndim == 1 else self.scale[:, None]
         return Y
 
+    @property
+    def small_k(self) -> bool:
+        """Whether K is small beside n (:data:`SMALL_K_RATIO`)."""
+        return SMALL_K_RATIO * self.n_clusters <= self.n
+
     def factor_gram(self):
-        gram = getattr(self, "_gram", None)
-        return gram if gram is not None and ITERATE_ON_K * self.n_clusters <= self.n else None
+        return self._gram if self.small_k else None
 
     def _raw_diagonal(self):
         return np.asarray(self.H.multiply(self.H).sum(axis=1)).ravel()
@@ -211,7 +218,7 @@ class FactoredOperator(ConsensusOperator):
             return super().eigenvalues(k_hat, few)
         K = self.n_clusters
         k_hat = self.n if k_hat is None else min(int(k_hat), self.n)
-        gram = None if few else getattr(self, "_gram", None)  # k̂ grows on the same G
+        gram = None if few else self._gram  # k̂ grows on the same G
         if gram is None:
             gram = self.gram(np.float32 if few else np.float64)
         if not few:

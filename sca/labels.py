@@ -229,13 +229,13 @@ class LabelOperator(FactoredOperator):
     @property
     def gram_cheap(self) -> bool:
         """Up to :data:`GRAM_MAX_K` clusters as for any factor; beyond, up to
-        :data:`GRAM_COUNTS_MAX_K` and a quarter of n, while the pair counts of byte codes fit
+        :data:`GRAM_COUNTS_MAX_K` where K is small beside n, while the pair counts of byte codes fit
         :data:`GRAM_COUNTS_BYTES` (runs of many labels: one run to a group,
         each pair's table small), so that the spectrum's few largest
         eigenvalues come from G, not from products with P."""
         if self.n_clusters <= GRAM_MAX_K:
             return True
-        if self.n_clusters > GRAM_COUNTS_MAX_K or self.n < 4 * self.n_clusters or not self._small:
+        if self.n_clusters > GRAM_COUNTS_MAX_K or not self.small_k or not self._small:
             return False  # with K near n, G is no smaller than P
         g, B = len(self.packing[0]), int(np.diff(self.packing[2]).max())
         return g * (g - 1) // 2 * B * B * 8 <= GRAM_COUNTS_BYTES
