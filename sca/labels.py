@@ -314,11 +314,6 @@ class LabelOperator(FactoredOperator):
         g = len(groups)
         pairs = [(a, b) for a in range(g) for b in range(a + 1, g)]
         B = int(np.diff(binoff).max())
-        counts = (
-            self._map("joint", np.array(pairs), np.dtype(dtype), by_row=(w,))
-            if pairs
-            else np.zeros((0, B, B), dtype=dtype)
-        )
         # A group with itself: each element's code paired with itself, so its
         # block of counts is diagonal, the weighted counts of the group's codes.
         own = self._map("rmat", by_row=(w[:, None],)).ravel()
@@ -326,7 +321,7 @@ class LabelOperator(FactoredOperator):
         # one product per group on each side (marginals zero-padded to one shape).
         cols = [np.arange(self.groups[runs[0]], self.groups[runs[-1] + 1]) for runs in groups]
         width = max(c.size for c in cols)
-        marginal = np.zeros((g, B, width), dtype=counts.dtype)
+        marginal = np.zeros((g, B, width), dtype=dtype)
         index = np.full((g, width), self.n_clusters)  # padding: a spare row of G
         for a, c in enumerate(cols):
             marginal[a, : binoff[a + 1] - binoff[a], : c.size] = M[binoff[a] : binoff[a + 1]][
@@ -340,8 +335,9 @@ class LabelOperator(FactoredOperator):
                 block.T @ (own[binoff[a] : binoff[a + 1], None] * block)
             )
         if pairs:
+            counts = self._map("joint", np.array(pairs), np.dtype(dtype), by_row=(w,))
             pa, pb = np.array(pairs).T
-            right = np.empty((len(pairs), B, width), dtype=counts.dtype)
+            right = np.empty((len(pairs), B, width), dtype=dtype)
             for b in range(g):  # counts_ab marginal_b: one product per b
                 at = np.flatnonzero(pb == b)
                 right[at] = (counts[at].reshape(-1, B) @ marginal[b]).reshape(at.size, B, width)
