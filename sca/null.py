@@ -109,7 +109,7 @@ def null_spectrum(null: ConsensusOperator, count: int) -> np.ndarray:
     return np.concatenate([values, np.zeros(count - values.size)])
 
 
-def tracy_widom(S: ConsensusOperator, draws: int = 2) -> float:
+def tracy_widom(S: ConsensusOperator, draws: int) -> float:
     """The relative fluctuation of the top eigenvalue of a random S of its
     shape and rank (the module docstring's ``tw``)."""
     n, m = S.n, min(S.n, S.rank_bound)
