@@ -131,7 +131,8 @@ class _KMeansSplit:
 
     def __call__(self, Y: np.ndarray) -> np.ndarray | None:
         from sklearn.cluster import KMeans  # scikit-learn loads when a k-means split runs
-        from threadpoolctl import threadpool_limits
+
+        from .kernels import threadpools
 
         Y = Y.reshape(Y.shape[0], -1)
         sample = Y[self.sample]
@@ -143,7 +144,7 @@ class _KMeansSplit:
         models = [KMeans(self.k, n_init=fresh, random_state=self.seed)]
         if self.centres is not None:
             models.append(KMeans(self.k, init=self.centres, n_init=1, random_state=self.seed))
-        with threadpool_limits(limits=1):  # a few thousand rows: threads cost more
+        with threadpools().limit(limits=1):  # a few thousand rows: threads cost more
             best = min((m.fit(sample) for m in models), key=lambda m: m.inertia_)
         self.centres = best.cluster_centers_
         labels = best.predict(Y)

@@ -103,8 +103,12 @@ def test_label_operator_matches_sparse_h(forms, monkeypatch, compiled, wide):
     for F, L in ((factored, labels), (factored.scaled(d), labels.scaled(d))):
         assert np.allclose(L.matmat(X), F.matmat(X), rtol=1e-12)
         assert np.allclose(L.matmat(X[:, 0]), F.matmat(X[:, 0]), rtol=1e-12)
-        assert np.allclose(L.gram(), F.gram(), rtol=1e-12)
-        assert np.allclose(L.gram(np.float32), F.gram(), rtol=1e-5)  # a null draw's counts
+        for narrow_max_n in (10**9, 0):  # the Gram from narrow groups, and from byte codes
+            monkeypatch.setattr(sca.labels, "NARROW_MAX_N", narrow_max_n)
+            assert np.allclose(L.gram(), F.gram(), rtol=1e-12)
+            assert np.allclose(L.gram(np.float32), F.gram(), rtol=1e-5)  # a null draw's counts
+    narrow, byte = (labels._packed(limit)[0] for limit in (sca.labels.NARROW_CODES, 256))
+    assert len(narrow) > len(byte) > 1  # two different groupings of the runs were counted
     rows, cols = rng.integers(0, 300, 50), rng.integers(0, 300, 50)
     assert np.array_equal(labels.entries(rows, cols), factored.entries(rows, cols))
     nulls = [op.null_draw(np.random.default_rng(9)) for op in (factored, labels)]
