@@ -239,6 +239,23 @@ def test_the_console_script_runs_the_core_cli():
     assert proc.returncode == 2 and "exactly one" in proc.stderr and proc.stdout == ""
 
 
+def test_only_the_console_script_leaves_its_objects_to_the_system():
+    """The console script (``main()`` on sys.argv) freezes the collector's
+    objects before the process ends; ``main([...])`` called from Python leaves
+    its caller's collector as it was."""
+    code = (
+        "import gc, sys\nfrom sca.cli import main\n"
+        f"main(['cluster', '--consensus', {str(BASEBALL_CSV)!r}])\n"
+        "print(gc.get_freeze_count(), file=sys.stderr)\n"
+        f"sys.argv = ['sca', 'cluster', '--consensus', {str(BASEBALL_CSV)!r}]\n"
+        "main()\nprint(gc.get_freeze_count(), file=sys.stderr)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    called, console = map(int, proc.stderr.split()[-2:])
+    assert called == 0 and console > 1000
+
+
 def test_help_imports_no_web_stack_and_no_scikit_learn():
     """``sca --help`` and ``sca cluster --help`` load neither the web stack nor
     scikit-learn, matplotlib or requests (scripts/cli_startup.py times them)."""
