@@ -23,7 +23,7 @@ import scipy.sparse as sp
 from scipy.sparse import csgraph
 
 from .factored import FactoredOperator
-from .operators import GRAM_MAX_K, ConsensusOperator
+from .operators import _SANDWICH_ENTRIES, GRAM_MAX_K, ConsensusOperator
 
 #: Combined codes of a group of runs fit a byte.
 PACKED_CODES = 256
@@ -338,7 +338,15 @@ class LabelOperator(FactoredOperator):
         return np.asarray((np.asarray(a) == np.asarray(b)).sum(axis=1), dtype=float)
 
     within_sums = ConsensusOperator.within_sums
-    _sandwich = ConsensusOperator._sandwich
+
+    def _sandwich(self, B):
+        """``B^T S B = (H^T B)^T (H^T B)`` for a sparse ``n x c`` B: the counts of
+        a product without its gathers, a few columns of B at a time."""
+        step = max(1, _SANDWICH_ENTRIES // self.n)
+        A = np.column_stack(
+            [self._left(B[:, s : s + step].toarray()) for s in range(0, B.shape[1], step)]
+        )
+        return A.T @ A
 
     def gram(self, dtype=np.float64) -> np.ndarray:
         """``(DH)^T (DH)`` from weighted counts of pairs of combined codes (below
