@@ -124,3 +124,27 @@ def _vec_wide(rows, binoff, table, lo, hi, out):
             s0 += table[binoff[a] + rows[i, a]]
             a += 1
         out[i] = (s0 + s1) + (s2 + s3)
+
+
+@_jit
+def _mat_wide4(rows, binoff, table, c, lo, hi, out):
+    """Gathers into columns ``c, c+1, ...`` of ``out`` (up to four) from row-major
+    codes ``(m, g)``: ``table`` is ``(bins, 4)``, so each code's four entries
+    share one cache line."""
+    g = rows.shape[1]
+    width = min(4, out.shape[1] - c)
+    for i in range(lo, hi):
+        s0, s1, s2, s3 = 0.0, 0.0, 0.0, 0.0
+        for a in range(g):
+            base = binoff[a] + rows[i, a]
+            s0 += table[base, 0]
+            s1 += table[base, 1]
+            s2 += table[base, 2]
+            s3 += table[base, 3]
+        out[i, c] = s0
+        if width > 1:
+            out[i, c + 1] = s1
+        if width > 2:
+            out[i, c + 2] = s2
+        if width > 3:
+            out[i, c + 3] = s3

@@ -323,8 +323,7 @@ class LabelOperator(FactoredOperator):
             from . import kernels
 
             _, _, binoff, M, rows = wide
-            columns = Z.reshape(self.n_clusters, -1).T
-            out = np.column_stack([kernels.vec(rows, binoff, M @ z) for z in columns])
+            out = kernels.mat_wide(rows, binoff, M @ Z.reshape(self.n_clusters, -1))
         else:
             out = self._map("mat", self.packing[3] @ Z.reshape(self.n_clusters, -1))
         return out.reshape((self.n,) + Z.shape[1:])

@@ -99,9 +99,10 @@ def test_label_operator_matches_sparse_h(forms, monkeypatch, compiled, wide):
     assert (labels.wide is not None) == wide
     rng = np.random.default_rng(4)
     d = rng.random(300) + 0.5
-    X = rng.random((300, 4))
+    X = rng.random((300, 7))
     for F, L in ((factored, labels), (factored.scaled(d), labels.scaled(d))):
-        assert np.allclose(L.matmat(X), F.matmat(X), rtol=1e-12)
+        for columns in (1, 2, 3, 4, 5, 7):  # wide gathers: four columns a pass, and the rest
+            assert np.allclose(L.matmat(X[:, :columns]), F.matmat(X[:, :columns]), rtol=1e-12)
         assert np.allclose(L.matmat(X[:, 0]), F.matmat(X[:, 0]), rtol=1e-12)
         for narrow_max_n in (10**9, 0):  # the Gram from narrow groups, and from byte codes
             monkeypatch.setattr(sca.labels, "NARROW_MAX_N", narrow_max_n)
