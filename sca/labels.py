@@ -267,17 +267,16 @@ class LabelOperator(FactoredOperator):
         to ``(groups, B, width)``; the padding's index is K (a spare row)."""
         key = ("marginals", limit)
         if key not in self._cache:
-            groups, radix, binoff, _, _ = self._packed(limit)
-            width = max(int(self.groups[runs[-1] + 1] - self.groups[runs[0]]) for runs in groups)
+            groups, _, binoff, M, _ = self._packed(limit)
+            first = np.array([self.groups[runs[0]] for runs in groups])
+            last = np.array([self.groups[runs[-1] + 1] for runs in groups])
+            width = int((last - first).max())
             marginal = np.zeros((len(groups), int(np.diff(binoff).max()), width))
-            index = np.full((len(groups), width), self.n_clusters)
-            for a, runs in enumerate(groups):
-                first, last = self.groups[runs[0]], self.groups[runs[-1] + 1]
-                index[a, : last - first] = np.arange(first, last)
-                code = np.arange(binoff[a + 1] - binoff[a])
-                for j in runs:
-                    label = (code // radix[j]) % self.spans[j]
-                    marginal[a, code, self.groups[j] - first + label] = 1.0
+            entries = M.tocoo()
+            group = np.searchsorted(binoff, entries.row, side="right") - 1
+            marginal[group, entries.row - binoff[group], entries.col - first[group]] = 1.0
+            index = first[:, None] + np.arange(width)
+            index[index >= last[:, None]] = self.n_clusters
             self._cache[key] = (marginal, index)
         return self._cache[key]
 
