@@ -254,10 +254,10 @@ def mat_wide(rows: np.ndarray, binoff: np.ndarray, table: np.ndarray) -> np.ndar
     m, s = rows.shape[0], table.shape[1]
     out = np.empty((m, s))
     for c in range(0, s, 4):
-        if s - c < 3:
+        if s - c < 3:  # the last one or two columns
             for j in range(c, s):
                 out[:, j] = vec(rows, binoff, table[:, j])
-            break
+            continue
         four = np.zeros((table.shape[0], 4))
         four[:, : s - c] = table[:, c : c + 4]
         _parallel(
