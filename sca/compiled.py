@@ -4,6 +4,11 @@ that small inputs, and ``import sca``, never pay numba's start-up.
 Each loop works on a range of rows (or a share of the pairs of groups) and
 releases the GIL; :mod:`sca.kernels` runs the ranges on the machine's cores.
 Compiled code is cached on disk (``cache=True``) once per machine.
+
+The inner loops index slices from zero (``codes[lo:hi]``, then ``range(hi -
+lo)``), never an array by ``range(lo, hi)``: numba cannot prove such an index
+non-negative and wraps it around at every access, which made the pair counts
+1.7 times slower (23 against 13 ms for 1,225 pairs at 10^4 rows, one core).
 """
 
 from __future__ import annotations
@@ -23,10 +28,11 @@ def _rvec_rows(packed, binoff, x, lo, hi, out):
     """Weighted counts of each group's combined codes (``(groups, m)`` codes)."""
     for start in range(lo, hi, CHUNK):
         stop = min(start + CHUNK, hi)
+        xs = x[start:stop]
         for a in range(packed.shape[0]):
-            base, codes = binoff[a], packed[a]
-            for i in range(start, stop):
-                out[base + codes[i]] += x[i]
+            base, codes = binoff[a], packed[a, start:stop]
+            for i in range(stop - start):
+                out[base + codes[i]] += xs[i]
 
 
 @_jit
@@ -34,11 +40,12 @@ def _vec_rows(packed, binoff, table, lo, hi, out):
     """Gathers of each element's entries of ``table``, summed over the groups."""
     for start in range(lo, hi, CHUNK):
         stop = min(start + CHUNK, hi)
-        out[start:stop] = 0.0
+        ys = out[start:stop]
+        ys[:] = 0.0
         for a in range(packed.shape[0]):
-            base, codes = binoff[a], packed[a]
-            for i in range(start, stop):
-                out[i] += table[base + codes[i]]
+            base, codes = binoff[a], packed[a, start:stop]
+            for i in range(stop - start):
+                ys[i] += table[base + codes[i]]
 
 
 @_jit
@@ -48,63 +55,68 @@ def _joint_pairs(packed, w, pa, pb, width, mine, out):
     m = packed.shape[1]
     for start in range(0, m, JOINT_CHUNK):
         stop = min(start + JOINT_CHUNK, m)
+        ws = w[start:stop]
         for p in mine:
-            codes_a, codes_b, counts = packed[pa[p]], packed[pb[p]], out[p]
-            for i in range(start, stop):
-                counts[codes_a[i] * width + codes_b[i]] += w[i]
+            codes_a, codes_b, counts = packed[pa[p], start:stop], packed[pb[p], start:stop], out[p]
+            for i in range(stop - start):
+                counts[codes_a[i] * width + codes_b[i]] += ws[i]
 
 
 @_jit
 def _pack_rows(codes, runs, runptr, radix, lo, hi, out):
     g = runptr.size - 1
-    for start in range(lo, hi, 64):
-        stop = min(start + 64, hi)
+    block, packed = codes[lo:hi], out[:, lo:hi]
+    for start in range(0, hi - lo, 64):
+        stop = min(start + 64, hi - lo)
         for i in range(start, stop):
             for a in range(g):
                 acc = 0
                 for t in range(runptr[a], runptr[a + 1]):
-                    acc += codes[i, runs[t]] * radix[t]
-                out[a, i] = acc
+                    acc += block[i, runs[t]] * radix[t]
+                packed[a, i] = acc
 
 
 @_jit
 def _gather_columns(codes, perm, lo, hi, out):
     r = codes.shape[1]
-    for start in range(lo, hi, 64):
-        stop = min(start + 64, hi)
+    source, columns = perm[lo:hi], out[:, lo:hi]
+    for start in range(0, hi - lo, 64):
+        stop = min(start + 64, hi - lo)
         for i in range(start, stop):
-            src = perm[i]
+            row = codes[source[i]]
             for j in range(r):
-                out[j, i] = codes[src, j]
+                columns[j, i] = row[j]
 
 
 @_jit
 def _pack_columns(columns, runs, runptr, radix, lo, hi, out):
     g = runptr.size - 1
-    for start in range(lo, hi, 64):
-        stop = min(start + 64, hi)
+    block, packed = columns[:, lo:hi], out[:, lo:hi]
+    for start in range(0, hi - lo, 64):
+        stop = min(start + 64, hi - lo)
         for a in range(g):
             for i in range(start, stop):
                 acc = 0
                 for t in range(runptr[a], runptr[a + 1]):
-                    acc += columns[runs[t], i] * radix[t]
-                out[a, i] = acc
+                    acc += block[runs[t], i] * radix[t]
+                packed[a, i] = acc
 
 
 @_jit
 def _rvec_wide(rows, binoff, x, lo, hi, out):
     """Weighted counts from row-major codes ``(m, g)``, four groups an iteration."""
     g = rows.shape[1]
-    for i in range(lo, hi):
-        xi, a = x[i], 0
+    block, xs = rows[lo:hi], x[lo:hi]
+    for i in range(hi - lo):
+        xi, a, row = xs[i], 0, block[i]
         while a + 4 <= g:
-            out[binoff[a] + rows[i, a]] += xi
-            out[binoff[a + 1] + rows[i, a + 1]] += xi
-            out[binoff[a + 2] + rows[i, a + 2]] += xi
-            out[binoff[a + 3] + rows[i, a + 3]] += xi
+            out[binoff[a] + row[a]] += xi
+            out[binoff[a + 1] + row[a + 1]] += xi
+            out[binoff[a + 2] + row[a + 2]] += xi
+            out[binoff[a + 3] + row[a + 3]] += xi
             a += 4
         while a < g:
-            out[binoff[a] + rows[i, a]] += xi
+            out[binoff[a] + row[a]] += xi
             a += 1
 
 
@@ -112,18 +124,19 @@ def _rvec_wide(rows, binoff, x, lo, hi, out):
 def _vec_wide(rows, binoff, table, lo, hi, out):
     """Gathers from row-major codes ``(m, g)``, four independent sums."""
     g = rows.shape[1]
-    for i in range(lo, hi):
-        a, s0, s1, s2, s3 = 0, 0.0, 0.0, 0.0, 0.0
+    block, ys = rows[lo:hi], out[lo:hi]
+    for i in range(hi - lo):
+        a, s0, s1, s2, s3, row = 0, 0.0, 0.0, 0.0, 0.0, block[i]
         while a + 4 <= g:
-            s0 += table[binoff[a] + rows[i, a]]
-            s1 += table[binoff[a + 1] + rows[i, a + 1]]
-            s2 += table[binoff[a + 2] + rows[i, a + 2]]
-            s3 += table[binoff[a + 3] + rows[i, a + 3]]
+            s0 += table[binoff[a] + row[a]]
+            s1 += table[binoff[a + 1] + row[a + 1]]
+            s2 += table[binoff[a + 2] + row[a + 2]]
+            s3 += table[binoff[a + 3] + row[a + 3]]
             a += 4
         while a < g:
-            s0 += table[binoff[a] + rows[i, a]]
+            s0 += table[binoff[a] + row[a]]
             a += 1
-        out[i] = (s0 + s1) + (s2 + s3)
+        ys[i] = (s0 + s1) + (s2 + s3)
 
 
 @_jit
@@ -133,18 +146,19 @@ def _mat_wide4(rows, binoff, table, c, lo, hi, out):
     share one cache line."""
     g = rows.shape[1]
     width = min(4, out.shape[1] - c)
-    for i in range(lo, hi):
-        s0, s1, s2, s3 = 0.0, 0.0, 0.0, 0.0
+    block, ys = rows[lo:hi], out[lo:hi]
+    for i in range(hi - lo):
+        s0, s1, s2, s3, row = 0.0, 0.0, 0.0, 0.0, block[i]
         for a in range(g):
-            base = binoff[a] + rows[i, a]
+            base = binoff[a] + row[a]
             s0 += table[base, 0]
             s1 += table[base, 1]
             s2 += table[base, 2]
             s3 += table[base, 3]
-        out[i, c] = s0
+        ys[i, c] = s0
         if width > 1:
-            out[i, c + 1] = s1
+            ys[i, c + 1] = s1
         if width > 2:
-            out[i, c + 2] = s2
+            ys[i, c + 2] = s2
         if width > 3:
-            out[i, c + 3] = s3
+            ys[i, c + 3] = s3
