@@ -37,11 +37,11 @@ WIDE_MIN_RATIO = 1
 JOINT_MIN_N = 2_000
 #: ... below this many, from narrower groups (runs of five labels: pairs of runs,
 #: 25 codes): more pairs of groups to count, but tables that stay in the core's
-#: fastest cache and a twelfth of the cells to put onto the labels (n = 10^4:
-#: 20 ms against 48 ms; the byte codes are faster from about 3*10^4 elements
-#: for float32 counts, 8*10^4 for float64).
+#: fastest cache and a twelfth of the cells to put onto the labels (float64 G
+#: at n = 10^5: 48 against 94 ms; at 5*10^5, 218 against 262 ms, and the same
+#: for float32 counts; the byte codes are faster from about 10^6 elements).
 NARROW_CODES = 32
-NARROW_MAX_N = 1 << 15
+NARROW_MAX_N = 1 << 19
 #: Beyond GRAM_MAX_K clusters the Gram matrix is still counted up to this many
 #: (a 512 MiB G) ...
 GRAM_COUNTS_MAX_K = 8192
@@ -253,13 +253,22 @@ class LabelOperator(FactoredOperator):
             return True
         if self.n_clusters > GRAM_COUNTS_MAX_K or not self.small_k or not self._small:
             return False  # with K near n, G is no smaller than P
-        g, B = len(self.packing[0]), int(np.diff(self.packing[2]).max())
+        groups, _, binoff, _ = _packing(self.spans, PACKED_CODES)  # its shape, not its codes
+        g, B = len(groups), int(np.diff(binoff).max())
         return g * (g - 1) // 2 * B * B * 8 <= GRAM_COUNTS_BYTES
 
     @property
     def _small(self) -> bool:
-        """Whether every group's combined codes fit a byte (pairs of them: 65536 counts)."""
-        return int(np.diff(self.packing[2]).max()) <= PACKED_CODES
+        """Whether every group's combined codes fit a byte (pairs of them: 65536 counts),
+        as they do unless a run alone has more labels."""
+        return int(self.spans.max()) <= PACKED_CODES
+
+    @property
+    def _gram_limit(self) -> int:
+        """The codes per group of the packing that the Gram matrix and the
+        components are counted from."""
+        narrow = self.n < NARROW_MAX_N and not is_dask(self.codes)
+        return NARROW_CODES if narrow else PACKED_CODES
 
     def marginals(self, limit: int = PACKED_CODES) -> tuple[np.ndarray, np.ndarray]:
         """The packing's ``M`` group by group: ``marginal[a, code, c] = 1`` where
@@ -351,7 +360,7 @@ class LabelOperator(FactoredOperator):
         :data:`JOINT_MIN_N` elements, dense products of H's row blocks are cheaper)."""
         if not self._small or (self.n < JOINT_MIN_N and not is_dask(self.codes)):
             return super().gram(dtype)
-        limit = NARROW_CODES if self.n < NARROW_MAX_N and not is_dask(self.codes) else PACKED_CODES
+        limit = self._gram_limit
         groups, _, binoff, _, _ = self._packed(limit)
         w = np.ones(self.n) if self.scale is None else self.scale**2
         g = len(groups)
@@ -392,13 +401,15 @@ class LabelOperator(FactoredOperator):
 
     def components(self):
         """Components of the cluster graph (as :meth:`FactoredOperator._pattern`:
-        each element joins its run-0 cluster to its others), read at run 0."""
-        groups, _, binoff, _, _ = self.packing
+        each element joins its run-0 cluster to its others), read at run 0, from
+        the Gram matrix's packing (which the null draw then packs too)."""
         if not self._small:
             return super().components()
+        limit = self._gram_limit
+        groups, _, binoff, _, _ = self._packed(limit)
         pairs = np.array([(0, b) for b in range(len(groups))])  # group 0 against every group
-        counts = self._map("joint", pairs, by_row=(np.ones(self.n),))
-        marginal, index = self.marginals()
+        counts = self._map("joint", pairs, by_row=(np.ones(self.n),), limit=limit)
+        marginal, index = self.marginals(limit)
         first = marginal[0, : binoff[1], : self.spans[0]]  # combined code -> run-0 label
         K = self.n_clusters
         graph = np.zeros((K, K + 1), dtype=bool)  # the last column: the marginals' padding
@@ -432,6 +443,8 @@ class LabelOperator(FactoredOperator):
 
             return LabelOperator(da.from_array(columns.T, chunks=self.codes.chunks), self.spans)
         null = LabelOperator(columns.T, self.spans)
+        if self._small:
+            self._packed(self._gram_limit)  # S's Gram needs it too: then both are packed here
         for key, layout in list(self._cache.items()):  # the same groups, the null's codes
             if key[0] == "marginals":
                 null._cache[key] = layout
