@@ -100,10 +100,10 @@ def _pack_rows(codes, runs, runptr, radix, lo, hi, out):
 @_jit
 def _gather_columns(codes, perm, lo, hi, out):
     r = codes.shape[1]
-    source, columns = perm[lo:hi], out[:, lo:hi]
-    for start in range(0, hi - lo, 64):
-        stop = min(start + 64, hi - lo)
-        for i in range(start, stop):
+    for start in range(lo, hi, 64):
+        stop = min(start + 64, hi)
+        source, columns = perm[start:stop], out[:, start:stop]
+        for i in range(source.size):
             row = codes[source[i]]
             for j in range(r):
                 columns[j, i] = row[j]
