@@ -120,6 +120,11 @@ def _grouped(spans: np.ndarray, limit: int) -> list[list[int]]:
     return groups
 
 
+def _group_codes(spans: np.ndarray, limit: int) -> list[int]:
+    """How many combined codes each group of :func:`_grouped` has (a packing without its codes)."""
+    return [int(np.prod(spans[runs])) for runs in _grouped(spans, limit)]
+
+
 def _packing(spans: np.ndarray, limit: int = PACKED_CODES):
     """Runs grouped while the product of their spans fits ``limit`` codes:
     ``(runs per group, radix per run, bin offsets, marginal matrix M)``.
@@ -206,7 +211,7 @@ class LabelOperator(FactoredOperator):
         row-major ``(n, groups)``, for one-column products; None for a Dask
         array, or below :data:`WIDE_MIN_RATIO` elements per code."""
         if _WIDE not in self._cache:
-            codes = sum(int(np.prod(self.spans[g])) for g in _grouped(self.spans, WIDE_CODES))
+            codes = sum(_group_codes(self.spans, WIDE_CODES))
             self._cache[_WIDE] = None
             from . import kernels
 
@@ -253,8 +258,8 @@ class LabelOperator(FactoredOperator):
             return True
         if self.n_clusters > GRAM_COUNTS_MAX_K or not self.small_k or not self._small:
             return False  # with K near n, G is no smaller than P
-        groups, _, binoff, _ = _packing(self.spans, PACKED_CODES)  # its shape, not its codes
-        g, B = len(groups), int(np.diff(binoff).max())
+        sizes = _group_codes(self.spans, PACKED_CODES)
+        g, B = len(sizes), max(sizes)
         return g * (g - 1) // 2 * B * B * 8 <= GRAM_COUNTS_BYTES
 
     @property
