@@ -19,6 +19,22 @@ from .options import ALGORITHMS
 
 #: Iteration cap of one multiplicative-update NMF run.
 NMF_MAX_ITER = 500
+#: k of the default ensemble's k-means runs: 2 ... 10 (at most n / 2).
+DEFAULT_ENSEMBLE_KS = range(2, 11)
+#: Runs of the default ensemble per k.
+DEFAULT_ENSEMBLE_RUNS = 10
+
+
+def default_ensemble(n: int) -> list[dict]:
+    """The ensemble used on raw data when none is given: k-means at k = 2 ... 10.
+
+    Ten runs at each k from 2 to 10, and at most n / 2 (runs into singletons
+    say nothing): a "Combined" ensemble over several k (Sec. 5), whose
+    consensus holds together what stays together across levels of detail.
+    k-means, not NMF, so that data of any sign is accepted.
+    """
+    ks = [k for k in DEFAULT_ENSEMBLE_KS if k <= max(2, n // 2)]
+    return [{"algorithm": "kmeans", "k": ks, "runs": DEFAULT_ENSEMBLE_RUNS}]
 
 
 def _items(spec) -> list[tuple[str, list[int], int]]:

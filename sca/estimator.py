@@ -20,6 +20,7 @@ from sklearn.utils import check_random_state
 
 from .clustering import DEFAULT_MAX_ITERATIONS, DEFAULT_STABLE, DEFAULT_STARTS
 from .diagnostics import confidence
+from .ensemble import default_ensemble
 from .errors import SCAError
 from .iteration import check_iteration_options
 from .pipeline import build_operator, run_stages
@@ -34,10 +35,6 @@ except ImportError:  # scikit-learn < 1.6
 
 
 AFFINITIES = ("ensemble", "snn", "labels", "precomputed")
-#: k of the default ensemble's k-means runs: 2 ... 10 (at most n / 2).
-DEFAULT_ENSEMBLE_KS = range(2, 11)
-#: Runs of the default ensemble per k.
-DEFAULT_ENSEMBLE_RUNS = 10
 #: Neighbours of the shared-nearest-neighbour measure by default (fewer when n is small).
 DEFAULT_SNN_NEIGHBORS = 10
 
@@ -57,18 +54,6 @@ _PARAMETERS = {
     "snn.metric": "metric",
     "ensemble": "ensemble",
 }
-
-
-def default_ensemble(n: int) -> list[dict]:
-    """The ensemble used on raw data when none is given: k-means at k = 2 ... 10.
-
-    Ten runs at each k from 2 to 10, and at most n / 2 (runs into singletons
-    say nothing): a "Combined" ensemble over several k (Sec. 5), whose
-    consensus holds together what stays together across levels of detail.
-    k-means, not NMF, so that data of any sign is accepted.
-    """
-    ks = [k for k in DEFAULT_ENSEMBLE_KS if k <= max(2, n // 2)]
-    return [{"algorithm": "kmeans", "k": ks, "runs": DEFAULT_ENSEMBLE_RUNS}]
 
 
 class StochasticClustering(ClusterMixin, BaseEstimator):
