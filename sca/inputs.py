@@ -16,7 +16,7 @@ import scipy.sparse as sp
 from .errors import SCAError
 from .labels import is_dask, label_operator
 from .operators import DenseOperator, FactoredOperator, SparseOperator
-from .options import SNN_METRICS
+from .options import SCALINGS, SNN_METRICS
 
 #: Relative tolerance for the symmetry check of a user's matrix.
 SYMMETRY_RTOL = 1e-8
@@ -42,6 +42,24 @@ def check_data(X, field: str = "data") -> np.ndarray:
     if not np.all(np.isfinite(X)):
         raise SCAError(f"{field} has NaN or infinite entries", field)
     return X
+
+
+def column_scaler(how: str = "standard"):
+    """An unfitted scikit-learn transformer for the ``scale`` option.
+
+    ``"standard"``: :class:`~sklearn.preprocessing.StandardScaler` (each
+    column centred and divided by its standard deviation; a constant column
+    only centred), so that no feature dominates the ensemble's distances by
+    its unit alone.  ``"none"``: the identity.  New elements
+    (:mod:`sca.placement`) are transformed with the scaler fitted on the data
+    they join, never refitted on themselves.
+    """
+    # scikit-learn loads when raw data is scaled, not when sca is imported
+    from sklearn.preprocessing import FunctionTransformer, StandardScaler
+
+    if how not in SCALINGS:
+        raise SCAError(f"scale must be one of {SCALINGS}, got {how!r}", "options.scale")
+    return StandardScaler() if how == "standard" else FunctionTransformer()
 
 
 def check_consensus(S, field: str = "consensus"):

@@ -32,6 +32,8 @@ RULES = ("noise", "gap", "perron")
 SPLITS = ("kmeans", "gaps")
 #: Ensemble algorithms on raw data (:mod:`sca.ensemble`).
 ALGORITHMS = ("kmeans", "nmf")
+#: How raw data's columns are scaled before the ensemble or SNN (:class:`sca.inputs.Scaling`).
+SCALINGS = ("standard", "none")
 #: scikit-learn's neighbour metrics that need no extra parameters and take rows of
 #: data (its brute-force metrics less precomputed, haversine, mahalanobis and
 #: seuclidean); a test checks scikit-learn still has each.
@@ -178,6 +180,16 @@ CLUSTERING = (
         minimum=0,
         maximum=MAX_SEED,
         scopes=frozenset({"job"}),
+        stage="ensemble",
+    ),
+    Option(
+        "scale",
+        "string",
+        "How raw data's columns are scaled before the ensemble or SNN: `standard` (each "
+        "column centred and divided by its standard deviation; constant columns are only "
+        "centred) or `none` (as given).  Not used with consensus or labels.",
+        default="standard",
+        choices=SCALINGS,
         stage="ensemble",
     ),
     Option(
