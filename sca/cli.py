@@ -3,6 +3,7 @@ runs a job on the service; ``serve`` serves the API.
 
 Examples
 --------
+sca cluster --data X.csv                  # default ensemble, standardised columns
 sca cluster --data X.csv --ensemble nmf:2,3x50 --ensemble kmeans:3x100 --seed 1
 sca cluster --consensus S.csv --split gaps --rule perron --trace
 sca custom --data X.csv --ensemble nmf:6x100 --element 2 --min-size 5 --max-size 8
@@ -30,9 +31,9 @@ from . import options as registry
 from .errors import SCAError
 
 _ENSEMBLE = re.compile(rf"^({'|'.join(registry.ALGORITHMS)}):(\d+(?:,\d+)*)x(\d+)$")
-#: The clustering options ``sca custom`` reads: those that make P and its k, and the seed
-#: (of the ensemble and the noise floor's null draws).
-_CUSTOM_STAGES = ("balancing", "spectral")
+#: The clustering options ``sca custom`` reads: those that make S, P and its k, and the
+#: seed (of the ensemble and the noise floor's null draws).
+_CUSTOM_STAGES = ("ensemble", "balancing", "spectral")
 
 
 def _custom_clustering_options() -> tuple:
@@ -109,7 +110,8 @@ def add_input_arguments(p: argparse.ArgumentParser) -> None:
         metavar="ALGO:KxRUNS",
         help="clustering runs on --data whose consensus is clustered, repeatable: "
         "kmeans:3x100, nmf:2,3x50 (ALGO one of "
-        f"{', '.join(registry.ALGORITHMS)}; K one or more k, RUNS runs of each)",
+        f"{', '.join(registry.ALGORITHMS)}; K one or more k, RUNS runs of each; default "
+        "without --snn: k-means at several k, sca.ensemble.default_ensemble)",
     )
     src.add_argument(
         "--snn",
@@ -270,7 +272,9 @@ def run(args) -> dict:
 
     timings: dict = {}
     with StageProgress() as bar:  # draws only when standard error is a terminal
-        S, X = build_operator(seed=options["seed"], timings=timings, progress=bar, **inputs)
+        S, X = build_operator(
+            seed=options["seed"], timings=timings, progress=bar, scale=options["scale"], **inputs
+        )
         ids = check_ids(ids, S.n)
         if args.command == "custom":
             balanced, spec = prepare(S, options, timings, bar)

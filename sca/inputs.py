@@ -5,10 +5,14 @@
 * raw data plus an ensemble spec (:mod:`sca.ensemble` runs k-means / NMF);
 * raw data and the shared-nearest-neighbour measure ("Using a single measure").
 
+Raw data's columns are scaled first (the ``scale`` option, :func:`fit_scaling`).
+
 Validation happens here, once, at the boundary; the stages assume it.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
@@ -44,7 +48,7 @@ def check_data(X, field: str = "data") -> np.ndarray:
     return X
 
 
-def column_scaler(how: str = "standard"):
+def column_scaler(how: str = "standard", centre: bool = True):
     """An unfitted scikit-learn transformer for the ``scale`` option.
 
     ``"standard"``: :class:`~sklearn.preprocessing.StandardScaler` (each
@@ -52,14 +56,57 @@ def column_scaler(how: str = "standard"):
     only centred), so that no feature dominates the ensemble's distances by
     its unit alone.  ``"none"``: the identity.  New elements
     (:mod:`sca.placement`) are transformed with the scaler fitted on the data
-    they join, never refitted on themselves.
+    they join, never refitted on themselves.  ``centre=False`` only divides
+    (data that must stay nonnegative, see :func:`fit_scaling`).
     """
     # scikit-learn loads when raw data is scaled, not when sca is imported
     from sklearn.preprocessing import FunctionTransformer, StandardScaler
 
     if how not in SCALINGS:
         raise SCAError(f"scale must be one of {SCALINGS}, got {how!r}", "options.scale")
-    return StandardScaler() if how == "standard" else FunctionTransformer()
+    return StandardScaler(with_mean=centre) if how == "standard" else FunctionTransformer()
+
+
+@dataclass(frozen=True, eq=False)
+class Scaling:
+    """The ``scale`` option fitted on a job's raw data: ``(X - centre) / spread``.
+
+    Kept with the clustering (:meth:`arrays`), so that new elements are
+    transformed as the data they join was, never refitted on themselves.
+    """
+
+    centre: np.ndarray
+    spread: np.ndarray
+
+    def transform(self, X) -> np.ndarray:
+        """Rows of raw data (``m`` features each) as the ensemble or SNN saw the job's."""
+        return (np.asarray(X, dtype=float) - self.centre) / self.spread
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        return {"centre": self.centre, "spread": self.spread}
+
+    @classmethod
+    def from_arrays(cls, arrays) -> Scaling:
+        return cls(np.asarray(arrays["centre"], dtype=float), np.asarray(arrays["spread"], float))
+
+
+def fit_scaling(X, how: str = "standard", ensemble=None) -> Scaling:
+    """The ``scale`` option (:func:`column_scaler`) fitted on checked raw data X.
+
+    With NMF in the ``ensemble`` spec the columns are divided but not
+    centred: NMF needs nonnegative data, and k-means, the other algorithm, is
+    blind to a shift.
+    """
+    items = [ensemble] if isinstance(ensemble, dict) else (ensemble or ())
+    nmf = any(isinstance(item, dict) and item.get("algorithm") == "nmf" for item in items)
+    scaler = column_scaler(how, centre=not nmf).fit(X)
+    m = X.shape[1]
+    centre = getattr(scaler, "mean_", None) if how == "standard" and not nmf else None
+    spread = getattr(scaler, "scale_", None) if how == "standard" else None
+    return Scaling(
+        np.zeros(m) if centre is None else np.asarray(centre, dtype=float),
+        np.ones(m) if spread is None else np.asarray(spread, dtype=float),
+    )
 
 
 def check_consensus(S, field: str = "consensus"):

@@ -32,7 +32,7 @@ RULES = ("noise", "gap", "perron")
 SPLITS = ("kmeans", "gaps")
 #: Ensemble algorithms on raw data (:mod:`sca.ensemble`).
 ALGORITHMS = ("kmeans", "nmf")
-#: How raw data's columns are scaled before the ensemble or SNN (:class:`sca.inputs.Scaling`).
+#: How raw data's columns are scaled before the ensemble or SNN (:func:`sca.inputs.fit_scaling`).
 SCALINGS = ("standard", "none")
 #: scikit-learn's neighbour metrics that need no extra parameters and take rows of
 #: data (its brute-force metrics less precomputed, haversine, mahalanobis and
@@ -187,9 +187,12 @@ CLUSTERING = (
         "string",
         "How raw data's columns are scaled before the ensemble or SNN: `standard` (each "
         "column centred and divided by its standard deviation; constant columns are only "
-        "centred) or `none` (as given).  Not used with consensus or labels.",
+        "centred; with NMF in the ensemble only divided, as NMF needs nonnegative data) or "
+        "`none` (as given, in its units).  New elements are scaled as the job's data was.  "
+        "Not used with consensus or labels.",
         default="standard",
         choices=SCALINGS,
+        paper="none",
         stage="ensemble",
     ),
     Option(
@@ -544,8 +547,10 @@ INPUTS = (
     InputKind(
         "data",
         "X",
-        "Raw data, rows = elements; needs `ensemble` or `snn`.",
-        "raw data CSV/.npy, rows = elements (a header row is skipped); needs --ensemble or --snn",
+        "Raw data, rows = elements; clustered by `ensemble` (default: k-means at several k, "
+        "`sca.ensemble.default_ensemble`) or `snn`, after the `scale` option.",
+        "raw data CSV/.npy, rows = elements (a header row is skipped); clustered by "
+        "--ensemble (default: k-means at several k) or --snn, after --scale",
         columns_limit="SCA_MAX_M",
         columns="features",
     ),
@@ -578,7 +583,7 @@ def one_input(given) -> str:
     present = [name for name in INPUT_NAMES if name in given]
     if len(present) != 1:
         raise SCAError(
-            f"give exactly one input: data (with ensemble or snn), consensus or "
+            f"give exactly one input: data (with ensemble, snn or neither), consensus or "
             f"labels; got {present or 'none'}",
             "input",
         )

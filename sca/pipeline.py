@@ -23,7 +23,13 @@ from .custom import custom_cluster, neighbours
 from .diagnostics import confidence, uncoupling_measure
 from .ensemble import ensemble_labels
 from .errors import SCAError
-from .inputs import check_data, consensus_operator, membership_operator, snn_operator
+from .inputs import (
+    check_data,
+    consensus_operator,
+    fit_scaling,
+    membership_operator,
+    snn_operator,
+)
 from .spectral import spectrum
 
 #: Options of the balancing / spectral / iteration stages and their defaults (the
@@ -67,6 +73,25 @@ def resolve_element(element, ids, n: int) -> int:
     return index
 
 
+def data_source(X, ensemble=None, snn=None, scale: str | None = None) -> dict:
+    """What clusters raw data X: ``{"snn": ...}`` or ``{"ensemble": spec}``, and ``scale``.
+
+    Without ``ensemble`` and ``snn`` the ensemble is
+    :func:`sca.ensemble.default_ensemble`; both at once is an error.  Every
+    interface (this module, the service, the command line) resolves raw data
+    here, so they run the same default.
+    """
+    if ensemble is not None and snn is not None:
+        raise SCAError("data takes ensemble or snn, not both", "ensemble")
+    scale = registry.OPTIONS["scale"].default if scale is None else scale
+    registry.check("scale", scale)
+    if snn is not None:
+        return {"snn": snn, "scale": scale}
+    from .ensemble import default_ensemble
+
+    return {"ensemble": default_ensemble(len(X)) if ensemble is None else ensemble, "scale": scale}
+
+
 def build_operator(
     data=None,
     ensemble=None,
@@ -76,10 +101,14 @@ def build_operator(
     seed: int = 0,
     timings: dict | None = None,
     progress=None,
+    scale: str | None = None,
 ):
     """Reach the consensus operator from exactly one input.
 
-    Returns ``(operator, X)`` where X is the raw data (or None).
+    Raw data without ``ensemble`` or ``snn`` is clustered by
+    :func:`sca.ensemble.default_ensemble`, after its columns are scaled by
+    ``scale`` (the option's default when None; :func:`sca.inputs.fit_scaling`).
+    Returns ``(operator, X)`` where X is the raw data as given (or None).
     """
     timings = {} if timings is None else timings
     registry.one_input(
@@ -95,8 +124,8 @@ def build_operator(
     if labels is not None:
         with timed(timings, "consensus"):
             return membership_operator(labels), None
-    if (ensemble is None) == (snn is None):
-        raise SCAError("data needs exactly one of ensemble or snn", "ensemble")
+    X = check_data(data)
+    source = data_source(X, ensemble, snn, scale)
     if snn is not None:
         kappa, metric = (
             (snn, "euclidean")
@@ -104,13 +133,13 @@ def build_operator(
             else (snn.get("kappa"), snn.get("metric", "euclidean"))
         )
         with timed(timings, "consensus"):
-            X = check_data(data)
-            return snn_operator(X, kappa, metric), X  # type: ignore[arg-type]  # checked there
+            scaled = fit_scaling(X, source["scale"]).transform(X)
+            return snn_operator(scaled, kappa, metric), X  # type: ignore[arg-type]  # checked there
     with timed(timings, "ensemble"):
-        X = check_data(data)
+        scaled = fit_scaling(X, source["scale"], source["ensemble"]).transform(X)
         runs = ensemble_labels(
-            X,
-            ensemble,
+            scaled,
+            source["ensemble"],
             seed,
             progress=None
             if progress is None
@@ -296,7 +325,8 @@ def cluster(ids=None, options=None, progress=None, **inputs) -> dict:
     """The stochastic clustering algorithm end to end (Fig. 3.1)."""
     timings: dict = {}
     seed = (options or {}).get("seed", 0)
-    S, _ = build_operator(seed=seed, timings=timings, progress=progress, **inputs)
+    scale = (options or {}).get("scale")
+    S, _ = build_operator(seed=seed, timings=timings, progress=progress, scale=scale, **inputs)
     ids = check_ids(ids, S.n)
     balanced, spec, result, timings = run_stages(S, options, timings, progress)
     return result_dict(

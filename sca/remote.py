@@ -3,6 +3,7 @@
 Examples
 --------
 sca submit --url http://127.0.0.1:8000 --consensus S.csv --ids ids.txt
+sca submit --url http://127.0.0.1:8000 --data X.csv --plots out/   # the default ensemble
 sca submit --url http://127.0.0.1:8000 --data X.csv --ensemble nmf:2,3x50 --plots out/
 
 The input options are those of ``sca cluster``; the job document (with its
@@ -103,8 +104,6 @@ def run_submit(args) -> int:
     except SCAError as exc:
         return _fail(f"error [{exc.field}]: {exc}", 2)
     snn = inputs.get("snn")
-    if inputs.get("data") is not None and snn is None and not inputs.get("ensemble"):
-        return _fail("error [data]: --data needs --ensemble or --snn", 2)
     try:
         kind = registry.one_input([name for name, value in inputs.items() if value is not None])
     except SCAError as exc:

@@ -124,6 +124,8 @@ def test_custom_prints_cluster_ranked_and_neighbours(capsys):
         str(DATA / "leukemia" / "X.csv"),
         "--ensemble",
         "kmeans:4x5",
+        "--scale",
+        "none",  # the paper's data as printed
         "--element",
         "1",
         "--min-size",
