@@ -5,7 +5,9 @@
 Fig. 3.1) and keeps the answer as fitted attributes.  ``affinity`` says what
 X is: raw data (an ensemble of k-means runs, or the shared-nearest-neighbour
 measure of Sec. 4.3, builds S), label runs (S = H H^T, never formed), or S
-itself.
+itself.  On raw data, ``predict`` places new rows into the fitted clustering
+with the functions the service's new-element queries use (:mod:`sca.newrows`,
+:mod:`sca.placement`).
 """
 
 from __future__ import annotations
@@ -17,13 +19,19 @@ from types import SimpleNamespace
 import numpy as np
 from sklearn.base import BaseEstimator, ClusterMixin
 from sklearn.utils import check_random_state
+from sklearn.utils.metaestimators import available_if
+from sklearn.utils.validation import check_is_fitted
 
 from .clustering import DEFAULT_MAX_ITERATIONS, DEFAULT_STABLE, DEFAULT_STARTS
 from .diagnostics import confidence
-from .ensemble import default_ensemble
+from .ensemble import default_ensemble, ensemble_fit, ensemble_predict
 from .errors import SCAError
+from .inputs import column_scaler, membership_operator, snn_operator
 from .iteration import check_iteration_options
+from .newrows import label_rows, neighbour_rows, run_columns
+from .options import OPTIONS
 from .pipeline import build_operator, run_stages
+from .placement import predict as place_rows
 from .spectral import DEFAULT_RULE, check_spectrum_options
 
 try:
@@ -35,6 +43,8 @@ except ImportError:  # scikit-learn < 1.6
 
 
 AFFINITIES = ("ensemble", "snn", "labels", "precomputed")
+#: The affinities whose X is raw data: scaled by ``scale``, and placed by ``predict``.
+RAW_DATA = ("ensemble", "snn")
 #: Neighbours of the shared-nearest-neighbour measure by default (fewer when n is small).
 DEFAULT_SNN_NEIGHBORS = 10
 
@@ -50,6 +60,7 @@ _PARAMETERS = {
     "options.stable": "stable",
     "options.max_iterations": "max_iterations",
     "options.seed": "random_state",
+    "options.scale": "scale",
     "snn.kappa": "n_neighbors",
     "snn.metric": "metric",
     "ensemble": "ensemble",
@@ -98,6 +109,16 @@ class StochasticClustering(ClusterMixin, BaseEstimator):
     metric : str, default="euclidean"
         With ``affinity="snn"``: the distance of the neighbours (a metric of
         :class:`sklearn.neighbors.NearestNeighbors`).
+    scale : {"standard", "none"}, default="standard"
+        With raw data (``"ensemble"``, ``"snn"``): how X's columns are
+        scaled before S is built (:func:`sca.inputs.column_scaler`).
+        ``"standard"`` centres each column and divides it by its standard
+        deviation (a constant column is only centred; with NMF in the
+        ensemble the columns are only divided, as NMF needs nonnegative
+        data): otherwise a column in larger units alone decides the k-means
+        and neighbour distances.  ``"none"`` takes X as given, for columns
+        already in one unit.  ``predict`` scales new rows with the scaler
+        fitted here.
     rule : {"noise", "gap", "perron"}, default="noise"
         How k is read from the spectrum when ``n_clusters`` is None:
         eigenvalues above the noise floor of a null reference (``"noise"``),
@@ -148,6 +169,9 @@ class StochasticClustering(ClusterMixin, BaseEstimator):
         seen from one element).
     cluster_confidence_ : ndarray of shape (n_clusters_,)
         The mean of ``confidence_`` over each cluster.
+    scaler_ : transformer
+        With raw data: the ``scale`` transformer fitted on X (a
+        :class:`~sklearn.preprocessing.StandardScaler` or the identity).
     noise_floor_ : float or None
         The noise floor of ``rule="noise"`` (None for the other rules and
         below n = 30, where k counts the eigenvalues above 1/2).
@@ -162,8 +186,13 @@ class StochasticClustering(ClusterMixin, BaseEstimator):
 
     Notes
     -----
-    There is no ``predict``: placing new elements needs the clustering of
-    the data they join, not this estimator's fitted state alone.
+    ``predict`` (raw data only) places each new row on its own, as the
+    service's new-element queries do: the fitted ensemble's k-means centres
+    (or the SNN neighbourhoods) give its consensus row against the fitted
+    elements, the balancing's scaling is extended to it with the old one
+    fixed, and it joins the cluster holding the largest share of its row of
+    the extended P against what the cluster's own members keep there
+    (:mod:`sca.placement`).  The clustering itself is not changed.
 
     Examples
     --------
@@ -183,6 +212,7 @@ class StochasticClustering(ClusterMixin, BaseEstimator):
         ensemble=None,
         n_neighbors=None,
         metric="euclidean",
+        scale=OPTIONS["scale"].default,
         rule=DEFAULT_RULE,
         split="kmeans",
         k_hat=None,
@@ -199,6 +229,7 @@ class StochasticClustering(ClusterMixin, BaseEstimator):
         self.ensemble = ensemble
         self.n_neighbors = n_neighbors
         self.metric = metric
+        self.scale = scale
         self.rule = rule
         self.split = split
         self.k_hat = k_hat
@@ -255,7 +286,8 @@ class StochasticClustering(ClusterMixin, BaseEstimator):
         }
         with _as_parameters():
             self._check_options(n, options)
-            S = self._operator(X, seed)
+            scaler = column_scaler(self.scale)
+            S, placement = self._operator(X, seed, scaler)
             balanced, spec, result, _ = run_stages(S, options)
         labels = result.labels.astype(np.int64)
         k = int(labels.max()) + 1
@@ -269,6 +301,10 @@ class StochasticClustering(ClusterMixin, BaseEstimator):
         self.noise_floor_ = spec.floor
         self.notes_ = list(spec.notes)
         self.n_iter_ = int(result.iterations)
+        if self.affinity in RAW_DATA:
+            self.scaler_ = scaler
+            # what predict reads: new rows meet the balanced P of the fitted elements
+            self._placement = {**placement, "P": balanced.P}
         return self
 
     def _seed(self) -> int:
@@ -296,21 +332,89 @@ class StochasticClustering(ClusterMixin, BaseEstimator):
             options["split"],
         )
 
-    def _operator(self, X, seed: int):
-        """The consensus operator of X, built by the core (:func:`sca.pipeline.build_operator`)."""
+    def _operator(self, X, seed: int, scaler):
+        """The consensus operator of X, and what ``predict`` needs of its making.
+
+        S is built as :func:`sca.pipeline.build_operator` builds it; raw data
+        is first transformed by ``scaler``, fitted on it here.  The ensemble goes through
+        :func:`sca.ensemble.ensemble_fit`, which runs the same plan as
+        :func:`sca.ensemble.ensemble_labels` (so the same S) and keeps the
+        runs' models; SNN keeps a neighbour index of the scaled data.
+        """
         if self.affinity == "precomputed":
-            return build_operator(consensus=X)[0]
+            return build_operator(consensus=X)[0], {}
         if self.affinity == "labels":
-            return build_operator(labels=X)[0]
+            return build_operator(labels=X)[0], {}
+        spec = default_ensemble(X.shape[0]) if self.ensemble is None else self.ensemble
+        if self.affinity == "ensemble" and _uses_nmf(spec) and hasattr(scaler, "with_mean"):
+            scaler.set_params(with_mean=False)  # NMF needs nonnegative data; k-means ignores shifts
+        X = scaler.fit_transform(X)
         if self.affinity == "snn":
+            from sklearn.neighbors import NearestNeighbors
+
             kappa = (
                 min(DEFAULT_SNN_NEIGHBORS, X.shape[0] - 1)
                 if self.n_neighbors is None
                 else self.n_neighbors
             )
-            return build_operator(data=X, snn={"kappa": kappa, "metric": self.metric})[0]
-        spec = default_ensemble(X.shape[0]) if self.ensemble is None else self.ensemble
-        return build_operator(data=X, ensemble=spec, seed=seed)[0]
+            S = snn_operator(X, kappa, self.metric)
+            return S, {"neighbours": NearestNeighbors(metric=self.metric).fit(X), "kappa": kappa}
+        fitted = ensemble_fit(X, spec, seed)
+        columns, column_groups = run_columns(fitted["labels"])
+        S = membership_operator(fitted["labels"])
+        return S, {
+            "models": fitted["models"],
+            "groups": fitted["groups"],
+            "algorithms": fitted["algorithms"],
+            "columns": columns,
+            "column_groups": column_groups,
+        }
+
+    def _predicts(self) -> bool:
+        if self.affinity not in RAW_DATA:
+            raise AttributeError(
+                f"predict places new rows of raw data: it needs affinity in {RAW_DATA}, "
+                f"not {self.affinity!r}"
+            )
+        return True
+
+    @available_if(_predicts)
+    def predict(self, X):
+        """The fitted cluster of each new row of raw data, the fitted elements fixed.
+
+        Each row is placed on its own, as the service's new-element queries
+        place one: scaled by ``scaler_`` (never refitted), labelled by each
+        run of the fitted ensemble (nearest k-means centre; NMF coefficients)
+        or given its ``n_neighbors`` nearest fitted elements (``"snn"``),
+        which yields its consensus row s against the fitted elements and its
+        self-similarity (:mod:`sca.newrows`).  The balancing's scaling d
+        (Sec. 2.2-2.3) is extended to it with d fixed, and it joins the
+        cluster c maximising m_c / f_c, with m_c its row's mass on c in the
+        extended P and f_c the ``cluster_confidence_`` of c
+        (:func:`sca.placement.predict`).  Only with ``affinity`` ``"ensemble"``
+        or ``"snn"``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_new, n_features_in_)
+            New rows, in the columns and units of the X given to ``fit``.
+
+        Returns
+        -------
+        labels : ndarray of shape (n_new,)
+            Each row's cluster, numbered as ``labels_``.
+        """
+        check_is_fitted(self)
+        X = self.scaler_.transform(validate_data(self, X, reset=False))
+        state = self._placement
+        P = state["P"]
+        if self.affinity == "snn":
+            rows, selfs = neighbour_rows(state["neighbours"], P.H, X, state["kappa"])
+        else:
+            runs = ensemble_predict(state["models"], state["groups"], state["algorithms"], X)
+            rows, selfs = label_rows(P.H, state["columns"], state["column_groups"], runs)
+        clusters, _ = place_rows(P, self.labels_, rows, selfs, typical=self.cluster_confidence_)
+        return clusters
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -332,6 +436,11 @@ class StochasticClustering(ClusterMixin, BaseEstimator):
             if self.affinity == "precomputed"
             else ["2darray"],
         }
+
+
+def _uses_nmf(spec) -> bool:
+    items = [spec] if isinstance(spec, dict) else spec if isinstance(spec, (list, tuple)) else ()
+    return any(isinstance(item, dict) and item.get("algorithm") == "nmf" for item in items)
 
 
 @contextmanager

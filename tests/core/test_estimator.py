@@ -12,6 +12,7 @@ import pytest
 import scipy.sparse as sp
 from sklearn.base import clone
 from sklearn.datasets import make_blobs
+from sklearn.exceptions import NotFittedError
 from sklearn.metrics import adjusted_rand_score
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
@@ -19,12 +20,17 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 from threadpoolctl import threadpool_limits
 
 import sca
+from sca.options import OPTIONS
 from sca.planted import planted_runs, planted_truth
 from tests.conftest import ROOT
 
 from .conftest import BASEBALL_CSV, BASEBALL_PAPER, BASEBALL_S
 
 SMALL_ENSEMBLE = [{"algorithm": "kmeans", "k": [2, 3, 4], "runs": 4}]
+#: Three blobs far apart (centres 8 apart, unit spread): every method agrees on them.
+SEPARATED = [[0, 0], [8, 0], [0, 8]]
+#: Each raw-data affinity, with a small ensemble for "ensemble".
+RAW = [{"ensemble": SMALL_ENSEMBLE}, {"affinity": "snn", "n_neighbors": 10}]
 
 
 @pytest.fixture(autouse=True)
@@ -144,9 +150,14 @@ def test_labels_recover_planted_blocks_and_agree_with_cluster():
 
 
 def test_ensemble_agrees_with_cluster_on_raw_data():
+    # the estimator standardises X itself (scale="standard"); the core is given it standardised
     X, _ = make_blobs(n_samples=120, centers=3, cluster_std=0.6, random_state=1)
     model = sca.StochasticClustering(ensemble=SMALL_ENSEMBLE, random_state=9).fit(X)
-    expected = sca.cluster(data=X, ensemble=SMALL_ENSEMBLE, options={"seed": 9})
+    expected = sca.cluster(
+        data=StandardScaler().fit_transform(X),
+        ensemble=SMALL_ENSEMBLE,
+        options={"seed": 9, "scale": "none"},
+    )
     assert_same_clustering(model, expected)
 
 
@@ -155,8 +166,46 @@ def test_snn_agrees_with_cluster():
     model = sca.StochasticClustering(
         affinity="snn", n_neighbors=6, metric="manhattan", random_state=1
     ).fit(X)
-    expected = sca.cluster(data=X, snn={"kappa": 6, "metric": "manhattan"}, options={"seed": 1})
+    expected = sca.cluster(
+        data=StandardScaler().fit_transform(X),
+        snn={"kappa": 6, "metric": "manhattan"},
+        options={"seed": 1, "scale": "none"},
+    )
     assert_same_clustering(model, expected)
+
+
+def test_scale_none_agrees_with_cluster_on_x_as_given():
+    X, _ = make_blobs(n_samples=120, centers=3, cluster_std=0.6, random_state=1)
+    model = sca.StochasticClustering(ensemble=SMALL_ENSEMBLE, scale="none", random_state=9).fit(X)
+    expected = sca.cluster(data=X, ensemble=SMALL_ENSEMBLE, options={"seed": 9, "scale": "none"})
+    assert_same_clustering(model, expected)
+
+
+def test_scale_default_is_the_options_registrys():
+    assert sca.StochasticClustering().scale == OPTIONS["scale"].default == "standard"
+
+
+@pytest.mark.parametrize("params", RAW)
+def test_standard_scale_makes_a_columns_unit_irrelevant(params):
+    X, y = make_blobs(n_samples=300, centers=SEPARATED, random_state=0)
+    in_thousandths = X * [1000, 1]
+    fit = lambda data, **more: sca.StochasticClustering(  # noqa: E731
+        3, random_state=0, **params, **more
+    ).fit(data)
+    model = fit(X)
+    assert adjusted_rand_score(y, model.labels_) == 1.0
+    np.testing.assert_array_equal(fit(in_thousandths).labels_, model.labels_)
+    np.testing.assert_allclose(model.scaler_.mean_, X.mean(axis=0))
+    # as given, the column in thousandths alone decides the distances
+    assert adjusted_rand_score(y, fit(in_thousandths, scale="none").labels_) < 0.6
+
+
+def test_nmf_ensemble_scales_without_centring():
+    X, _ = make_blobs(n_samples=60, centers=[[2, 2], [8, 3]], cluster_std=0.5, random_state=0)
+    nmf = [{"algorithm": "nmf", "k": 2, "runs": 3}]
+    model = sca.StochasticClustering(2, ensemble=nmf, random_state=0).fit(X)
+    assert model.scaler_.with_mean is False
+    np.testing.assert_allclose(model.scaler_.transform(X), X / X.std(axis=0))
 
 
 def test_default_ensemble_finds_planted_blobs_without_being_told_k():
@@ -214,6 +263,7 @@ def test_in_a_pipeline():
         ({"starts": 0}, "starts"),
         ({"k_hat": 0}, "k_hat"),
         ({"affinity": "rbf"}, "affinity"),
+        ({"scale": "bogus"}, "scale"),
     ],
 )
 def test_bad_parameters_are_named(params, parameter):
@@ -226,7 +276,12 @@ def test_bad_options_are_refused_before_the_ensemble_runs():
     # the spec asks for a million runs: it must never start
     huge = [{"algorithm": "kmeans", "k": 2, "runs": 10**6}]
     X = np.random.default_rng(0).normal(size=(20, 2))
-    for params in ({"rule": "largest"}, {"n_clusters": 21}, {"max_iterations": 0}):
+    for params in (
+        {"rule": "largest"},
+        {"n_clusters": 21},
+        {"max_iterations": 0},
+        {"scale": "bogus"},
+    ):
         with pytest.raises(sca.SCAError):
             sca.StochasticClustering(ensemble=huge, **params).fit(X)
 
@@ -240,6 +295,72 @@ def test_bad_inputs_are_refused():
         sca.StochasticClustering(ensemble=[{"algorithm": "nmf", "k": 2, "runs": 2}]).fit(
             [[-1.0, 0], [0, 1], [1, 1]]
         )
+
+
+# -- predict: new rows of raw data ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("params", RAW)
+def test_predict_places_new_rows_where_refitting_puts_them(params):
+    X, y = make_blobs(n_samples=330, centers=SEPARATED, random_state=1)
+    old, new = X[:300], X[300:]
+    # SNN splits these blobs into three exactly uncoupled blocks (λ1 = λ2 = λ3 = 1), where
+    # a start at some seeds stops on a wrong split; the comparison needs both fits right
+    model = sca.StochasticClustering(3, random_state=1, **params).fit(old)
+    predicted = model.predict(new)
+    refit = sca.StochasticClustering(3, random_state=1, **params).fit(X)
+    assert predicted.shape == (30,) and predicted.dtype.kind == "i"
+    assert set(predicted) <= set(model.labels_)
+    assert adjusted_rand_score(refit.labels_[300:], predicted) == 1.0
+    # in labels_'s numbering: the old rows' clusters match across the two fits
+    assert adjusted_rand_score(refit.labels_[:300], model.labels_) == 1.0
+    assert adjusted_rand_score(y[300:], predicted) == 1.0
+    for c in range(3):
+        truth = y[:300][model.labels_ == c][0]
+        assert np.all(y[300:][predicted == c] == truth)
+
+
+@pytest.mark.parametrize("params", RAW)
+def test_predict_on_the_training_rows_gives_labels(params):
+    # a training row placed anew is its own element doubled, its consensus row its own row of
+    # S; on separated blobs every element goes back to its cluster (near a boundary one may
+    # not: the placement reads P's row, the iteration the whole walk)
+    X, _ = make_blobs(n_samples=300, centers=SEPARATED, random_state=2)
+    model = sca.StochasticClustering(3, random_state=0, **params).fit(X)
+    np.testing.assert_array_equal(model.predict(X), model.labels_)
+
+
+def test_predict_scales_new_rows_with_the_fitted_scaler():
+    X, _ = make_blobs(n_samples=200, centers=SEPARATED, random_state=3)
+    X = X * [1000, 1]
+    model = sca.StochasticClustering(3, ensemble=SMALL_ENSEMBLE, random_state=0).fit(X)
+    batch = model.predict(X[:20])
+    # one row at a time: a scaler refitted on it would map every row to 0
+    one_by_one = np.concatenate([model.predict(row[None]) for row in X[:20]])
+    np.testing.assert_array_equal(one_by_one, batch)
+    np.testing.assert_array_equal(batch, model.labels_[:20])
+
+
+def test_predict_before_fit_is_refused():
+    with pytest.raises(NotFittedError):
+        sca.StochasticClustering().predict(np.zeros((2, 2)))
+
+
+@pytest.mark.parametrize("params", RAW)
+def test_predict_needs_the_fitted_features(params):
+    X, _ = make_blobs(n_samples=60, centers=2, random_state=0)
+    model = sca.StochasticClustering(2, random_state=0, **params).fit(X)
+    with pytest.raises(ValueError, match="features"):
+        model.predict(np.zeros((3, 3)))
+
+
+@pytest.mark.parametrize("affinity", ["labels", "precomputed"])
+def test_predict_is_for_raw_data_only(affinity):
+    model = sca.StochasticClustering(affinity=affinity)
+    assert not hasattr(model, "predict")
+    with pytest.raises(AttributeError) as info:
+        model.predict(BASEBALL_S)
+    assert "raw data" in str(info.value.__cause__)
 
 
 # -- the core without the web stack ---------------------------------------------------------
