@@ -29,7 +29,9 @@ def _refs(store, record) -> str:
 
 def _names(record) -> set[str]:
     keys = artifact_keys(record)
-    names = {keys[k] for k in ("input", "op", "P", "balance", "spectrum", "result", "models")}
+    names = {
+        keys[k] for k in ("input", "op", "P", "balance", "spectrum", "result", "models", "scaling")
+    }
     runs = int(record.get("runs_total") or 0)  # counted at submission
     return names | {f"{keys['run']}{i}" for i in range(runs)}
 

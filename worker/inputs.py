@@ -10,8 +10,10 @@ Input arrays by kind:
 * ``consensus``: ``{"S"}`` dense, or ``{"n", "rows", "cols", "values"}`` sparse
   (:func:`sparse_arrays`);
 * ``labels``: ``{"labels"}``, ``n x r`` (elements x runs);
-* ``data``: ``{"X"}``, ``n x m`` (elements x features), with ``source``
-  holding ``ensemble`` (spec) and ``ensemble_seed``, or ``snn`` (kappa, metric).
+* ``data``: ``{"X"}``, ``n x m`` (elements x features), as given, with
+  ``source`` holding ``ensemble`` (spec, the default one when the request
+  gave none) and ``ensemble_seed``, or ``snn`` (kappa, metric), and ``scale``:
+  the ensemble or the SNN runs on X scaled by it (:func:`scaling`).
 """
 
 from __future__ import annotations
@@ -23,7 +25,10 @@ import scipy.sparse as sp
 
 import sca
 from sca.ensemble import check_ensemble_data
-from sca.inputs import check_consensus, check_labels, check_snn
+from sca.inputs import Scaling, check_consensus, check_labels, check_snn, fit_scaling
+
+#: The scale of a record written before the option existed: data as given.
+LEGACY_SCALE = "none"
 
 
 def sparse_arrays(n: int, rows, cols, values) -> dict[str, np.ndarray]:
@@ -81,13 +86,23 @@ def validate(kind: str, arrays: Mapping[str, np.ndarray], source: Mapping) -> tu
     return check_ensemble_data(arrays["X"], plan).shape[0], len(plan)
 
 
-def build_operator(kind: str, arrays: Mapping[str, np.ndarray], source: Mapping):
-    """The similarity operator S of a consensus, labels or SNN input."""
+def scaling(X: np.ndarray, source: Mapping) -> Scaling:
+    """The ``scale`` of a data job's ``source`` fitted on its data X."""
+    return fit_scaling(X, source.get("scale", LEGACY_SCALE), source.get("ensemble"))
+
+
+def build_operator(
+    kind: str, arrays: Mapping[str, np.ndarray], source: Mapping, fitted: Scaling | None = None
+):
+    """The similarity operator S of a consensus, labels or SNN input (an SNN's
+    data scaled by ``fitted``, else by :func:`scaling`)."""
     if kind == "consensus":
         return sca.consensus_operator(_consensus(arrays))
     if kind == "labels":
         return sca.membership_operator(arrays["labels"])
     if kind == "data" and source.get("snn") is not None:
         snn = source["snn"]
-        return sca.snn_operator(arrays["X"], int(snn["kappa"]), snn.get("metric", "euclidean"))
+        X = arrays["X"]
+        X = (fitted or scaling(X, source)).transform(X)
+        return sca.snn_operator(X, int(snn["kappa"]), snn.get("metric", "euclidean"))
     raise ValueError(f"no direct operator for a {kind} input with an ensemble")

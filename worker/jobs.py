@@ -13,9 +13,12 @@ artifacts shared by every job with the same input:
 ``balance:<h_balance>``   JSON ``{iterations, residual, n_components}``
 ``spectrum:<h_spectrum>`` JSON ``{eigenvalues, k, lambda2, gap, rule}``
 ``result:<h_result>``     JSON result with element indices (not ids)
+``scaling:<h_input>``     a data job's fitted ``scale`` (columns' centre, spread)
 ========================  ===============================================
 
-``h_balance`` covers the input (and its ensemble), ``h_spectrum`` adds
+``h_input`` covers the arrays and the ``source`` (for raw data the ensemble,
+the default one included, or the SNN, and ``scale``: a cached ensemble
+never serves another scale).  ``h_balance`` covers the input, ``h_spectrum`` adds
 ``k`` and ``k_hat``, ``h_result`` adds the iteration options.  So an
 identical request finds ``result:`` at once, and one that differs only in
 iteration options (``seed, starts, stable, max_iterations, split, trace``)

@@ -23,6 +23,7 @@ import sklearn.cluster  # noqa: F401
 import sklearn.decomposition  # noqa: F401
 
 import sca
+from sca.inputs import Scaling
 
 from . import events, inputs, metrics
 from .jobs import ACTIVE, ITERATION_OPTIONS, SPECTRAL_OPTIONS, alive, jsonable, now
@@ -43,6 +44,8 @@ def artifact_keys(record) -> dict:
         "spectrum": f"spectrum:{h['spectrum']}",
         "result": f"result:{h['result']}",
         "models": f"models:{h['input']}",
+        # A data job's fitted scale (sca.inputs.Scaling), for its runs and new elements
+        "scaling": f"scaling:{h['input']}",
         # Runs belong to the job that made them: an identical job racing it
         # collects (and deletes) its own, never its twin's.
         "run": f"run:{h['input']}:{record['id']}:",
@@ -58,7 +61,13 @@ def cache_hit(store: ArtifactStore, record: dict) -> dict | None:
     if not store.has(keys["result"]):
         return None
     store.touch(
-        keys["result"], keys["P"], keys["balance"], keys["spectrum"], keys["input"], keys["models"]
+        keys["result"],
+        keys["P"],
+        keys["balance"],
+        keys["spectrum"],
+        keys["input"],
+        keys["models"],
+        keys["scaling"],
     )
     return {
         "status": "succeeded",
@@ -99,13 +108,21 @@ def _plan(store: ArtifactStore, record: dict) -> dict:
             events.finished(store, job_id, "succeeded")
         return {"stages": [], "runs": []}
     store.touch(
-        keys["input"], keys["op"], keys["P"], keys["balance"], keys["spectrum"], keys["models"]
+        keys["input"],
+        keys["op"],
+        keys["P"],
+        keys["balance"],
+        keys["spectrum"],
+        keys["models"],
+        keys["scaling"],
     )
     need_balance = not store.has(keys["P"])
     need_spectral = need_balance or not store.has(keys["spectrum"])
     need_ensemble = need_balance and "ensemble" in record["stages"] and not store.has(keys["op"])
     stages = (["ensemble"] if need_ensemble else []) + (["balancing"] if need_balance else [])
     stages += (["spectral"] if need_spectral else []) + ["iteration"]
+    if need_balance and record["kind"] == "data":
+        job_scaling(store, record)  # once, before the runs that read it
     runs = []
     if need_ensemble:
         source = record["source"]
@@ -116,6 +133,24 @@ def _plan(store: ArtifactStore, record: dict) -> dict:
 
 
 # -- the stages ----------------------------------------------------------------------------
+def job_scaling(store: ArtifactStore, record: dict) -> Scaling:
+    """The fitted scale of a data job (:class:`sca.inputs.Scaling`): fitted once on the
+    job's data and kept, so the runs and the job's new elements share it."""
+    name = artifact_keys(record)["scaling"]
+    if store.has(name):
+        return Scaling.from_arrays(store.load_arrays(name))
+    X = store.load_arrays(artifact_keys(record)["input"])["X"]
+    fitted = inputs.scaling(X, record["source"])
+    store.save_arrays(name, fitted.arrays())
+    return fitted
+
+
+def scaled_data(store: ArtifactStore, record: dict) -> np.ndarray:
+    """A data job's X as its ensemble or SNN sees it (scaled by :func:`job_scaling`)."""
+    X = store.load_arrays(artifact_keys(record)["input"])["X"]
+    return job_scaling(store, record).transform(X)
+
+
 def ensemble_run(store: ArtifactStore, record: dict, index: int, run: dict) -> None:
     """One clustering of the ensemble; its labels and model (k-means centres, NMF
     components) become an artifact."""
@@ -124,8 +159,7 @@ def ensemble_run(store: ArtifactStore, record: dict, index: int, run: dict) -> N
     if store.has(keys["op"]):  # a late run of an ensemble already collected (takeover)
         return
     if not store.has(name):
-        X = store.load_arrays(keys["input"])["X"]
-        labels, model = sca.ensemble_model(X, run)
+        labels, model = sca.ensemble_model(scaled_data(store, record), run)
         store.save_arrays(
             name, {"labels": labels, "model": model, "algorithm": np.array(run["algorithm"])}
         )
@@ -171,7 +205,8 @@ def source_operator(store: ArtifactStore, record: dict):
     if "ensemble" in record["stages"]:
         return sca.operator_from_state(store.load_arrays(keys["op"]))
     arrays = store.load_arrays(keys["input"])
-    return inputs.build_operator(record["kind"], arrays, record["source"])
+    fitted = job_scaling(store, record) if record["kind"] == "data" else None
+    return inputs.build_operator(record["kind"], arrays, record["source"], fitted)
 
 
 def balancing(store: ArtifactStore, record: dict) -> None:

@@ -18,7 +18,7 @@ from flask import current_app
 import sca
 from sca.newrows import check_new_labels
 from sca_worker.jobs import namer
-from sca_worker.stages import artifact_keys
+from sca_worker.stages import artifact_keys, job_scaling
 
 from ..backend import backend
 from ..errors import invalid
@@ -29,7 +29,8 @@ def _state(record: dict) -> dict:
     """What the queries on a job read besides P, in one entry of the operator cache
     (so a few jobs' queries do not evict each other's operators): the job's labels,
     k and clusters' confidence, then, filled in when first needed, the label of each
-    column of H, the ensemble's models, a neighbour index or S's largest diagonal entry."""
+    column of H, the ensemble's models, the data's fitted scale, a neighbour index or S's
+    largest diagonal entry."""
 
     def load():
         result = backend().store.load_json(artifact_keys(record)["result"])
@@ -75,13 +76,21 @@ def _models(record: dict) -> dict:
     return _lazy(record, "models", load)
 
 
+def _scaling(record: dict):
+    """The job's fitted scale: new rows are transformed as its data was, never refitted."""
+    return _lazy(record, "scaling", lambda: job_scaling(backend().store, record))
+
+
 def _neighbour_index(record: dict):
     from sklearn.neighbors import NearestNeighbors
 
     metric = record["source"]["snn"].get("metric", "euclidean")
-    return _lazy(
-        record, "neighbours", lambda: NearestNeighbors(metric=metric).fit(input_arrays(record)["X"])
-    )
+
+    def load():
+        X = _scaling(record).transform(input_arrays(record)["X"])
+        return NearestNeighbors(metric=metric).fit(X)
+
+    return _lazy(record, "neighbours", load)
 
 
 def _given(elements: list, kind: str) -> list:
@@ -121,9 +130,10 @@ def data_matrix(record: dict, values: list) -> np.ndarray:
 
 
 def _rows_of_data(record: dict, P, values: list):
-    """Raw rows: labelled by the ensemble's models, or by their nearest neighbours."""
+    """Raw rows, scaled as the job's data: labelled by the ensemble's models, or by
+    their nearest neighbours."""
     snn = record["source"].get("snn") is not None
-    rows = data_matrix(record, values)
+    rows = _scaling(record).transform(data_matrix(record, values))
     if snn:
         kappa = int(record["source"]["snn"]["kappa"])
         return sca.neighbour_rows(_neighbour_index(record), P.H, rows, kappa)

@@ -102,8 +102,9 @@ def _schemas(*limits):
             except SCAError as exc:
                 raise ValidationError(str(exc), exc.field) from None
             if "data" in given:
-                if ("ensemble" in data) == ("snn" in data):
-                    raise ValidationError("data needs exactly one of ensemble or snn", "ensemble")
+                # neither: sca.ensemble.default_ensemble (sca.pipeline.data_source)
+                if "ensemble" in data and "snn" in data:
+                    raise ValidationError("data takes ensemble or snn, not both", "ensemble")
             else:
                 for name in ("ensemble", "snn"):
                     if name in data:

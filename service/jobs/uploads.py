@@ -4,7 +4,9 @@ A JSON body carries its matrix inline; a ``multipart/form-data`` body carries
 it as a file part ``file`` (``.npy``, ``.npz`` or ``.csv``), says what it is
 in the text part ``input`` (``data | consensus | labels``) and may add the
 JSON parts ``options``, ``ensemble``, ``snn`` and ``ids``.  Both end as a
-:class:`JobInput`.  Files are read with ``allow_pickle=False``.
+:class:`JobInput`, whose ``source`` says what clusters raw data (the
+default ensemble when neither ``ensemble`` nor ``snn`` is given).  Files
+are read with ``allow_pickle=False``.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from marshmallow import ValidationError
 from sca.ensemble import ensemble_size
 from sca.io import Declared, read_matrix
 from sca.options import INPUT_KINDS
+from sca.pipeline import data_source
 from sca_worker.inputs import sparse_arrays
 
 from ..body import read_json
@@ -74,11 +77,14 @@ def parse_job_request() -> JobInput:
         arrays = _json_arrays(kind, loaded[kind])
     source = {}
     if kind == "data":
-        if loaded.get("snn") is not None:
-            source["snn"] = loaded["snn"]
-        else:
-            source["ensemble"] = loaded["ensemble"]
-            source["ensemble_seed"] = loaded["options"].get("ensemble_seed") or 0
+        # What runs, recorded: the ensemble (the default one when none is given) or
+        # the SNN, and the scale; the job's cache keys follow from it.
+        options = loaded["options"]
+        source = data_source(
+            arrays["X"], loaded.get("ensemble"), loaded.get("snn"), options.get("scale")
+        )
+        if "ensemble" in source:
+            source["ensemble_seed"] = options.get("ensemble_seed") or 0
     check_sizes(kind, arrays, source)
     return JobInput(kind, arrays, source, loaded.get("ids"), loaded["options"], callback)
 

@@ -132,7 +132,16 @@ INVALID = [
     ({"consensus": BASEBALL_S, "ids": ["a", "b"]}, "ids"),
     ({"consensus": BASEBALL_S, "labels": [[0], [1]]}, "input"),  # two inputs
     ({}, "input"),  # no input
-    ({"data": [[1, 2], [3, 4]]}, "ensemble"),  # neither
+    (
+        {
+            "data": [[1, 2], [3, 4]],
+            "ensemble": [{"algorithm": "kmeans", "k": 2, "runs": 1}],
+            "snn": {"kappa": 1},
+        },
+        "ensemble",
+    ),  # both (neither is the default ensemble)
+    ({"data": [[1, 2], [3, 4]], "options": {"scale": "minmax"}}, "options.scale"),
+    ({"data": [[1, 2], [3, 4]], "options": {"scale": 1}}, "options.scale"),
     ({"consensus": BASEBALL_S, "snn": {"kappa": 2}}, "snn"),
     (
         {

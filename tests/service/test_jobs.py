@@ -224,3 +224,93 @@ def test_bad_k_rule_options(client, options, field):
     assert response.status_code == 422
     assert response.content_type == "application/problem+json"
     assert field in response.get_json()["errors"]
+
+
+#: Two obvious groups in columns of very different units (tenths and tens).
+TWO_GROUPS = [
+    [0.10, 10],
+    [0.20, 12],
+    [0.15, 11],
+    [0.12, 13],
+    [0.18, 9],
+    [0.90, 95],
+    [0.95, 99],
+    [0.92, 97],
+    [0.88, 101],
+    [0.91, 96],
+]
+
+
+def _store(client):
+    return client.raw.application.extensions["sca"].store
+
+
+def test_data_alone_runs_the_default_ensemble_on_standardised_columns(client):
+    from sca.ensemble import default_ensemble, ensemble_size
+
+    job_id = submit(client, {"data": TWO_GROUPS}).get_json()["id"]
+    job = wait_for(client.get, job_id)
+    assert job["status"] == "succeeded", job.get("error")
+    spec = default_ensemble(len(TWO_GROUPS))
+    total = ensemble_size(spec)
+    assert job["ensemble"] == {"done": total, "total": total}
+    assert set(job["timings"]) == {"ensemble", "balancing", "spectral", "iteration"}
+    assert sorted(map(sorted, job["result"]["clusters"])) == [list(range(5)), list(range(5, 10))]
+    # The record says what ran: the default ensemble, its seed and the scale.
+    record = _store(client).get_job(job_id)
+    assert record["source"] == {"ensemble": spec, "ensemble_seed": 0, "scale": "standard"}
+    scaling = _store(client).load_arrays(f"scaling:{record['hashes']['input']}")
+    X = np.array(TWO_GROUPS)
+    assert np.allclose(scaling["centre"], X.mean(axis=0))
+    assert np.allclose(scaling["spread"], X.std(axis=0))
+
+
+def test_data_alone_as_a_multipart_upload(client):
+    buffer = io.StringIO()
+    np.savetxt(buffer, np.array(TWO_GROUPS), delimiter=",")
+    form = {"file": (io.BytesIO(buffer.getvalue().encode()), "X.csv"), "input": "data"}
+    response = submit(client, data=form, content_type="multipart/form-data")
+    job = wait_for(client.get, response.get_json()["id"])
+    assert job["status"] == "succeeded", job.get("error")
+    assert sorted(map(sorted, job["result"]["clusters"])) == [list(range(5)), list(range(5, 10))]
+
+
+def test_scale_is_part_of_the_ensembles_cache_key(client):
+    store = _store(client)
+    ensemble = [{"algorithm": "kmeans", "k": [2, 3], "runs": 3}]
+
+    def run(options):
+        body = {"data": TWO_GROUPS, "ensemble": ensemble, "options": options}
+        job_id = submit(client, body).get_json()["id"]
+        job = wait_for(client.get, job_id)
+        assert job["status"] == "succeeded", job.get("error")
+        return job, store.get_job(job_id)
+
+    standard, standard_record = run({})
+    none, none_record = run({"scale": "none"})
+    assert standard_record["source"]["scale"] == "standard"
+    assert none_record["source"]["scale"] == "none"
+    assert standard_record["hashes"]["input"] != none_record["hashes"]["input"]
+    # the second job ran its own ensemble rather than reusing the first one's
+    assert not none["cached"] and none["ensemble"] == {"done": 6, "total": 6}
+    assert "ensemble" in none["timings"]
+    for record in (standard_record, none_record):
+        assert store.has(f"op:{record['hashes']['input']}")
+    # the default scale named or left out is the same job: the cache answers
+    again, again_record = run({"scale": "standard"})
+    assert again["cached"] and again_record["hashes"] == standard_record["hashes"]
+
+
+def test_new_elements_are_scaled_as_the_jobs_data_was(client):
+    job_id = submit(client, {"data": TWO_GROUPS}).get_json()["id"]
+    job = wait_for(client.get, job_id)
+    assert job["status"] == "succeeded", job.get("error")
+    labels = job["result"]["labels"]
+    # In raw units, one near each group.  Left unscaled, (0.14, 11) would lie nearer
+    # the standardised second group (about (1, 1)) than the first (about (-1, -1)).
+    rows = [[0.14, 11.0], [0.93, 98.0]]
+    out = client.post(
+        f"/v1/jobs/{job_id}/queries", json={"elements": [{"data": row} for row in rows]}
+    )
+    assert out.status_code == 200, out.get_data(as_text=True)
+    assert [e["cluster"] for e in out.get_json()["elements"]] == [labels[0], labels[5]]

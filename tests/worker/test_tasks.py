@@ -150,3 +150,14 @@ def test_celery_is_json_only_and_tasks_are_named():
         "sca.iterate",
     }
     assert names <= set(celery_app.app.tasks)
+
+
+def test_a_record_from_before_the_scale_option_runs_on_its_data_as_given(task_store):
+    source = {"ensemble": [{"algorithm": "kmeans", "k": 2, "runs": 2}], "ensemble_seed": 0}
+    X = _blobs()
+    record = make_job(task_store, "data", {"X": X}, source)
+    assert np.array_equal(stages.scaled_data(task_store, record), X)
+    scaled = make_job(task_store, "data", {"X": X}, {**source, "scale": "standard"})
+    assert scaled["hashes"]["input"] != record["hashes"]["input"]
+    Z = stages.scaled_data(task_store, scaled)
+    assert np.allclose(Z.mean(axis=0), 0) and np.allclose(Z.std(axis=0), 1)
