@@ -1,0 +1,139 @@
+"""The raw-data cases of ``scripts/accuracy.py``, importable by the tests.
+
+:func:`raw_cases` yields ``(kind, name, seed, X, truth)``; every kind is one
+of :data:`KINDS`.  The synthetic cases come from scikit-learn's generators
+with ``random_state=seed`` (seeds 0 ... seeds - 1); the real sets come once,
+at seed 0.  Generation is pure (nothing but the seed decides X) and fast.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from shared import DATA, load_labels, load_matrix
+from sklearn import datasets
+
+STRUCTURELESS, WEAK, PLANTED, UNEQUAL, SHAPES, REAL = (
+    "structureless",
+    "weak",
+    "planted",
+    "unequal",
+    "shapes",
+    "real",
+)
+#: Every kind of case, in the order the table lists them.
+KINDS = (STRUCTURELESS, WEAK, PLANTED, UNEQUAL, SHAPES, REAL)
+
+#: Planted numbers of equal blobs.
+PLANTED_KS = (2, 3, 5, 8, 12, 20)
+#: Sizes of the very unequal blobs, largest first.
+UNEQUAL_SIZES = (500, 150, 40, 15)
+#: Largest n of a planted case.
+MAX_PLANTED_N = 3000
+
+
+def separated_centers(k: int, d: int, seed: int, min_distance: float = 10.0) -> np.ndarray:
+    """k centres in the box [-10 k^(1/d), 10 k^(1/d)]^d, each pair at least ``min_distance``
+    apart (drawn one by one, a candidate too close to an accepted centre is redrawn).
+
+    With unit-variance blobs, ten standard deviations between centres leave
+    k-means and HDBSCAN nothing to get wrong at the true k.
+    """
+    rng = np.random.default_rng(seed)
+    half = 10.0 * k ** (1.0 / d)
+    centers = np.empty((0, d))
+    while len(centers) < k:
+        c = rng.uniform(-half, half, d)
+        if not len(centers) or np.min(np.linalg.norm(centers - c, axis=1)) >= min_distance:
+            centers = np.vstack([centers, c])
+    return centers
+
+
+def structureless(seed: int):
+    """Rows without clusters: uniform in a square, Gaussian, and Gaussian of the
+    shape of expression data (few rows, many columns)."""
+    rng = np.random.default_rng(seed)
+    yield "uniform 2-D n=500", rng.uniform(size=(500, 2))
+    yield "Gaussian 10-D n=500", rng.standard_normal((500, 10))
+    yield "Gaussian 200 x 1000", rng.standard_normal((200, 1000))
+
+
+def weak(seed: int):
+    """Three blobs whose centres are 2.2 standard deviations apart: k-means at k = 3
+    recovers them with an ARI of about 0.4."""
+    side = 2.2
+    centers = side * np.array([[0.0, 0.0], [1.0, 0.0], [0.5, np.sqrt(3) / 2]])
+    return datasets.make_blobs(300, centers=centers, cluster_std=1.0, random_state=seed)
+
+
+def planted(k: int, seed: int):
+    """k equal, well separated unit-variance blobs: 150 rows each (3,000 at most),
+    in 2-D up to k = 5, 10-D up to k = 12, 20-D above."""
+    n = min(150 * k, MAX_PLANTED_N)
+    d = 2 if k <= 5 else 10 if k <= 12 else 20
+    centers = separated_centers(k, d, seed)
+    return datasets.make_blobs(n, centers=centers, cluster_std=1.0, random_state=seed)
+
+
+def unequal(seed: int):
+    """Well separated 2-D blobs of :data:`UNEQUAL_SIZES` rows."""
+    centers = separated_centers(len(UNEQUAL_SIZES), 2, seed)
+    return datasets.make_blobs(list(UNEQUAL_SIZES), centers=centers, random_state=seed)
+
+
+def shapes(seed: int):
+    """scikit-learn's k-means examples: stretched blobs, blobs of unequal spread,
+    two moons, two circles."""
+    X, y = datasets.make_blobs(500, random_state=seed)
+    yield "anisotropic blobs", X @ np.array([[0.6, -0.6], [-0.4, 0.8]]), y
+    X, y = datasets.make_blobs(500, cluster_std=[1.0, 2.5, 0.5], random_state=seed)
+    yield "blobs std 1, 2.5, 0.5", X, y
+    yield ("moons", *datasets.make_moons(500, noise=0.05, random_state=seed))
+    yield ("circles", *datasets.make_circles(500, factor=0.5, noise=0.05, random_state=seed))
+
+
+def real_sets():
+    """The real sets of scikit-learn (shipped with it) and of data/."""
+    for name, load in (
+        ("iris", datasets.load_iris),
+        ("wine", datasets.load_wine),
+        ("breast cancer", datasets.load_breast_cancer),
+        ("digits", datasets.load_digits),
+    ):
+        X, y = load(return_X_y=True)
+        yield name, X.astype(float), y
+    folder = DATA / "leukemia"
+    yield "leukemia", load_matrix(folder / "X.csv"), load_labels(folder / "labels.csv")
+
+
+def raw_cases(quick: bool = True, seeds: int = 3):
+    """Every raw-data case as ``(kind, name, seed, X, truth)``.
+
+    Parameters
+    ----------
+    quick : bool, default=True
+        Seed 0 only (``seeds`` is then ignored).
+    seeds : int, default=3
+        The synthetic cases are drawn at seeds 0 ... seeds - 1.
+
+    Yields
+    ------
+    kind : str
+        One of :data:`KINDS`.
+    name : str
+    seed : int
+    X : ndarray of shape (n_samples, n_features)
+    truth : ndarray of shape (n_samples,)
+    """
+    for seed in range(1 if quick else seeds):
+        for name, X in structureless(seed):
+            yield STRUCTURELESS, name, seed, X, np.zeros(X.shape[0], dtype=int)
+        yield (WEAK, "3 overlapping blobs n=300", seed, *weak(seed))
+        for k in PLANTED_KS:
+            X, y = planted(k, seed)
+            yield PLANTED, f"{k} blobs n={X.shape[0]} d={X.shape[1]}", seed, X, y
+        sizes = ",".join(map(str, UNEQUAL_SIZES))
+        yield (UNEQUAL, f"blobs {sizes}", seed, *unequal(seed))
+        for name, X, y in shapes(seed):
+            yield SHAPES, name, seed, X, y
+    for name, X, y in real_sets():
+        yield REAL, name, 0, X, y
