@@ -180,6 +180,34 @@ def test_blocks_reach_the_service_through_sca_url(block):
 def test_block_runs_as_written(block, clone, service):
     if block.skip is not None:
         pytest.skip(f"marked not run: {block.skip}")
+    run_block(block, clone, service)
+
+
+#: The "Raw data" section's job: raw data alone, as JSON, which it saves as raw-job.json.
+RAW_DATA = next(b for b in RUNNABLE if "raw-job.json" in b.code)
+
+
+def test_the_raw_data_example_finds_its_two_groups(clone, service):
+    """Data alone runs the default ensemble on standardised columns and finds the
+    two groups the README prints."""
+    import json
+
+    assert RAW_DATA.skip is None and '-d \'{"data": [[' in RAW_DATA.code
+    assert '"ensemble"' not in RAW_DATA.code and '"options"' not in RAW_DATA.code
+    run_block(RAW_DATA, clone, service)
+    job = json.loads((clone / "raw-job.json").read_text())
+    assert job["status"] == "succeeded", job.get("error")
+    assert job["ensemble"]["done"] == job["ensemble"]["total"] > 0
+    result = job["result"]
+    n = result["n"]
+    assert n == len(result["labels"]) == 10
+    assert sorted(i for cluster in result["clusters"] for i in cluster) == list(range(n))
+    assert result["k"] == 2
+    assert sorted(map(sorted, result["clusters"])) == [[0, 1, 2, 3, 4], [5, 6, 7, 8, 9]]
+
+
+def run_block(block: Block, clone: Path, service: str) -> None:
+    """Run ``block`` in the clone against the service; it must exit 0 in time."""
     if block.lang == "sh":
         command = ["bash", "-euo", "pipefail", "-c", block.code]
     else:
