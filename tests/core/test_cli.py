@@ -290,3 +290,27 @@ def test_help_imports_no_web_stack_and_no_scikit_learn():
         "numpy",
     }
     assert not loaded & heavy, sorted(loaded & heavy)
+
+
+TWO_GROUPS = [[0.1, 10], [0.2, 12], [0.15, 11], [0.12, 13], [0.18, 9]] + [
+    [0.9, 95],
+    [0.95, 99],
+    [0.92, 97],
+    [0.88, 101],
+    [0.91, 96],
+]
+
+
+def test_data_alone_runs_the_default_ensemble(tmp_path, capsys):
+    path = tmp_path / "X.csv"
+    np.savetxt(path, np.array(TWO_GROUPS), delimiter=",", header="a,b", comments="")
+    for scale in ((), ("--scale", "standard")):
+        out = run(capsys, "cluster", "--data", str(path), *scale)
+        assert out["k"] == 2, scale
+        assert sorted(map(sorted, out["clusters"])) == [list(range(5)), list(range(5, 10))]
+    out = run(capsys, "cluster", "--data", str(path), "--scale", "none")
+    assert sorted(i for cluster in out["clusters"] for i in cluster) == list(range(10))
+    with pytest.raises(SystemExit) as info:
+        main(["cluster", "--data", str(path), "--scale", "minmax"])
+    assert info.value.code == 2
+    assert "--scale" in capsys.readouterr().err

@@ -177,3 +177,21 @@ def test_sca_submit_reports_service_errors(url, tmp_path, capsys):
         == 3
     )
     assert "cannot reach" in capsys.readouterr().err
+
+
+def test_sca_submit_sends_data_alone(url, tmp_path, capsys):
+    from sca_service.cli import main
+
+    path = tmp_path / "X.csv"
+    groups = [[0.1, 10], [0.2, 12], [0.15, 11], [0.12, 13], [0.18, 9]]
+    groups += [[0.9, 95], [0.95, 99], [0.92, 97], [0.88, 101], [0.91, 96]]
+    np.savetxt(path, np.array(groups), delimiter=",")
+    for extra in ((), ("--scale", "none", "--upload")):
+        assert main(["submit", "--url", url, "--data", str(path), *extra]) == 0
+        job = json.loads(capsys.readouterr().out)
+        assert job["status"] == "succeeded", job.get("error")
+        assert job["ensemble"]["done"] == job["ensemble"]["total"] > 0
+        clusters = job["result"]["clusters"]
+        if not extra:  # standardised, the two groups; in their units, every row placed
+            assert sorted(map(sorted, clusters)) == [[0, 1, 2, 3, 4], [5, 6, 7, 8, 9]]
+        assert sorted(i for cluster in clusters for i in cluster) == list(range(10))
