@@ -1,9 +1,35 @@
-"""Accuracy of the automatic k and of the clusters, against peers on the same consensus.
+"""Accuracy of the automatic k and of the clusters, against peers: on raw data and on label runs.
 
-Cases: no structure (random labels), weak structure (few runs, most labels
-random), 10/20/40 equal blocks at n = 4,000 and 100,000, very unequal blocks
-(2000, 500, 100, 30, 10), iris (k-means k = 3, 4) and leukemia (NMF k = 3).
-For each case and seed, on the same label runs, it prints the true k and:
+**Raw data** (``--part raw``, :mod:`accuracy_raw`): the estimator
+(``sca.StochasticClustering`` with its defaults, called in ``sca_fit``) and
+six peers get exactly the same rows (standardised for all when the
+estimator's default ``scale`` is ``standard``; the header line says which).
+Peers choose k in 1 ... ceil(sqrt(n)) kept within [10, 25]: ``gap`` (gap
+statistic, uniform references over the principal-component box), ``sil+gap``
+(best k-means silhouette, k = 1 when the gap statistic keeps it),
+``gmm-bic`` (Gaussian mixture, least BIC; diagonal covariance when d > n/5),
+``hdbscan`` (scikit-learn's defaults; noise is one more cluster for the
+ARI), ``monti`` (consensus clustering, k by PAC; never k = 1; above 2,000
+rows the consensus is built on 2,000 and the rest take their nearest
+neighbour's label) and ``EA`` (evidence accumulation, lifetime k).  A peer
+whose work estimate stands for more than about a minute on one core is
+skipped on that case and shown as '-'.  Cases (:mod:`accuracy_cases`):
+structureless (uniform 2-D, Gaussian 10-D, Gaussian 200 x 1000), weak
+structure (3 overlapping blobs), 2 ... 20 planted blobs, very unequal blobs
+(500, 150, 40, 15), anisotropic and unequal-spread blobs, moons, circles, at
+seeds 0 ... seeds - 1; and once each iris, wine, breast cancer, digits
+(scikit-learn) and leukemia (data/).  Medulloblastoma and Ruspini, also in
+the paper, are not in data/ and are missing here.  Each row prints the true
+k, every method's k and ARI, sca's ARI when told the true k and its seconds;
+the summary counts, per method, k right, k = 1 on structureless data, k no
+more than planted on weak structure, the largest unequal blocks not split,
+the mean ARI on the real sets and the seconds.
+
+**Label runs** (``--part labels``): no structure (random labels), weak
+structure (few runs, most labels random), 10/20/40 equal blocks at n = 4,000
+and 100,000, very unequal blocks (2000, 500, 100, 30, 10), iris (k-means
+k = 3, 4) and leukemia (NMF k = 3).  For each case and seed, on the same
+label runs, it prints the true k and:
 
 * ``sca``: k by the default rule (the noise floor of :mod:`sca.null`) and the
   ARI of the default configuration with it; beside it the k of the
@@ -20,8 +46,12 @@ For each case and seed, on the same label runs, it prints the true k and:
 
 Peers need the dense n x n consensus and run up to n = 10,000 only.
 
-    python scripts/accuracy.py            # about 12 minutes on 2 cores
-    python scripts/accuracy.py --quick    # n <= 4,000 and one seed
+BLAS and OpenMP run on one thread throughout.
+
+    python scripts/accuracy.py                          # both parts, 3 seeds
+    python scripts/accuracy.py --part raw --quick       # seed 0, every raw case
+    python scripts/accuracy.py --part labels --quick    # n <= 4,000 and seed 0
+    python scripts/accuracy.py --part raw --markdown    # summary table for the README
 """
 
 from __future__ import annotations
@@ -30,31 +60,17 @@ import argparse
 import sys
 import time
 
+import accuracy_raw
 import numpy as np
+from accuracy_peers import lifetime_k
 from shared import DATA, PEER_MAX_N, load_labels, load_matrix, spectral_clustering
 from sklearn.metrics import adjusted_rand_score
+from threadpoolctl import threadpool_limits
 
 import sca
 from sca.planted import planted_runs, planted_truth
 
 NO_STRUCTURE, WEAK, PLANTED, DATA_SETS = "no structure", "weak", "planted", "data"
-
-
-def lifetime_k(D: np.ndarray) -> tuple[int, np.ndarray]:
-    """Average linkage on distances D, cut at the longest-lived k (Fred & Jain 2005).
-
-    Distances lie in [0, 1], so k = 1 lives from the last merge up to 1.
-    """
-    from scipy.cluster.hierarchy import fcluster, linkage
-    from scipy.spatial.distance import squareform
-
-    tree = linkage(squareform(D, checks=False), method="average")
-    heights = np.concatenate([[0.0], tree[:, 2], [max(1.0, tree[-1, 2])]])
-    # k clusters live from the (n-k)-th merge height to the next; all singletons
-    # (k = n) are not a candidate
-    life = np.diff(heights)
-    k = D.shape[0] - 1 - int(np.argmax(life[1:]))
-    return k, fcluster(tree, k, criterion="maxclust")
 
 
 def peers(S: sca.FactoredOperator, runs: int, k_true: int, seed: int) -> dict:
@@ -108,9 +124,8 @@ def score(kind: str, S, runs: int, truth, seed: int, sparse=None) -> dict:
     return row
 
 
-def cases(quick: bool):
-    seeds = range(1) if quick else range(3)
-    for seed in seeds:
+def cases(quick: bool, seeds: int = 3):
+    for seed in range(1 if quick else seeds):
         rng = np.random.default_rng(seed)
         for n, r, k in ((300, 50, 5), (1800, 100, 5)) + (() if quick else ((100_000, 100, 5),)):
             yield (
@@ -149,16 +164,8 @@ def cases(quick: bool):
         )
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true")
-    parser.add_argument(
-        "--compare-sparse",
-        action="store_true",
-        help="also run the stages on the sparse H of the same runs; column "
-        "'same H' is 1 when k and the clusters are identical",
-    )
-    args = parser.parse_args(argv)
+def labels_part(quick: bool, seeds: int, compare_sparse: bool) -> None:
+    """Every label-runs case: the table, then the summary lines."""
     cols = [
         ("k_true", "true k"),
         ("k", "sca k"),
@@ -171,12 +178,12 @@ def main(argv=None) -> int:
         ("hdb_k", "HDB k"),
         ("hdb_ari", "HDB ARI"),
         ("sc_ari", "SC ARI"),
-    ] + ([("same_as_h", "same H")] if args.compare_sparse else [])
+    ] + ([("same_as_h", "same H")] if compare_sparse else [])
     print(f"{'case':<32} {'seed':>4} " + " ".join(f"{title:>8}" for _, title in cols), flush=True)
     rows = []
-    for kind, name, seed, runs, truth in cases(args.quick):
+    for kind, name, seed, runs, truth in cases(quick, seeds):
         sparse = None
-        if args.compare_sparse:
+        if compare_sparse:
             from sca.inputs import membership_factors
 
             H, groups = membership_factors(runs)
@@ -228,6 +235,33 @@ def main(argv=None) -> int:
             f"{name}: sca ARI median {np.median([r['ari'] for r in data]):.3f}, EA ARI median "
             f"{np.median([r['ea_ari'] for r in data]):.3f}"
         )
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--part", choices=("raw", "labels", "all"), default="all")
+    parser.add_argument("--quick", action="store_true", help="seed 0 only, and the cheaper cases")
+    parser.add_argument("--seeds", type=int, default=3, help="seeds of the synthetic cases")
+    parser.add_argument(
+        "--markdown", action="store_true", help="the raw part's summary table as Markdown"
+    )
+    parser.add_argument(
+        "--compare-sparse",
+        action="store_true",
+        help="label runs: also run the stages on the sparse H of the same runs; column "
+        "'same H' is 1 when k and the clusters are identical",
+    )
+    args = parser.parse_args(argv)
+    # the machine is shared and the timings compare methods, not thread pools
+    with threadpool_limits(1):
+        if args.part in ("labels", "all"):
+            labels_part(args.quick, args.seeds, args.compare_sparse)
+        if args.part in ("raw", "all"):
+            if args.part == "all":
+                print()
+            t = time.perf_counter()
+            accuracy_raw.run(args.quick, args.seeds, args.markdown)
+            print(f"raw part: {time.perf_counter() - t:.0f} s")
     return 0
 
 
