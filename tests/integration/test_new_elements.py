@@ -37,7 +37,7 @@ def test_held_out_elements_land_in_their_true_cluster(api, celery_worker, store)
     job = client.submit(
         data=X[keep],
         ensemble=ENSEMBLE,
-        options={"k": 4},
+        options={"k": 4, "scale": "none"},  # the blobs' features share one unit
         upload=True,
         ids=[f"p{i}" for i in range(1000)],
     )
