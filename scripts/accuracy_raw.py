@@ -184,8 +184,8 @@ def summary(rows: list[dict]) -> list[dict]:
     structureless cases; ``weak <= planted`` k <= true k on weak structure;
     ``unequal unsplit`` k <= true k with the two largest blocks not split;
     ``real ARI`` the mean ARI on the real sets with the automatic k (and
-    sca's at the true k); ``seconds`` the total time.  Each count is over
-    the cases the method ran on.
+    sca's at the true k); ``seconds`` the total time (sil+gap's includes the
+    gap statistic it reuses).  Each count is over the cases the method ran on.
     """
 
     def count(method, kind, test):
