@@ -272,12 +272,12 @@ def run(args) -> dict:
 
     timings: dict = {}
     with StageProgress() as bar:  # draws only when standard error is a terminal
-        S, X = build_operator(
+        S, raw = build_operator(
             seed=options["seed"], timings=timings, progress=bar, scale=options["scale"], **inputs
         )
         ids = check_ids(ids, S.n)
         if args.command == "custom":
-            balanced, spec = prepare(S, options, timings, bar)
+            balanced, spec = prepare(S, options, timings, bar, raw)
             out = custom_result(
                 balanced.P,
                 query["element"],
@@ -286,12 +286,12 @@ def run(args) -> dict:
                 query["min_size"],
                 query["max_size"],
                 query["max_iterations"],
-                X,
+                None if raw is None else raw.X,
                 query["limit"],
             )
             _plots(args, None, custom=out)
             return out
-        balanced, spec, result, timings = run_stages(S, options, timings, bar)
+        balanced, spec, result, timings = run_stages(S, options, timings, bar, raw)
     out = result_dict(
         S, balanced.P, balance_dict(balanced), spectrum_dict(spec), result, ids, timings
     )

@@ -24,9 +24,9 @@ from sklearn.utils.validation import check_is_fitted
 
 from .clustering import DEFAULT_MAX_ITERATIONS, DEFAULT_STABLE, DEFAULT_STARTS
 from .diagnostics import confidence
-from .ensemble import default_ensemble, ensemble_fit, ensemble_predict
+from .ensemble import ensemble_predict
 from .errors import SCAError
-from .inputs import column_scaler, membership_operator, snn_operator
+from .inputs import column_scaler
 from .iteration import check_iteration_options
 from .newrows import label_rows, neighbour_rows, run_columns
 from .options import OPTIONS
@@ -169,9 +169,9 @@ class StochasticClustering(ClusterMixin, BaseEstimator):
         seen from one element).
     cluster_confidence_ : ndarray of shape (n_clusters_,)
         The mean of ``confidence_`` over each cluster.
-    scaler_ : transformer
-        With raw data: the ``scale`` transformer fitted on X (a
-        :class:`~sklearn.preprocessing.StandardScaler` or the identity).
+    scaler_ : sca.inputs.Scaling
+        With raw data: the ``scale`` option fitted on X (its ``transform``
+        scales new rows as X was scaled).
     noise_floor_ : float or None
         The noise floor of ``rule="noise"`` (None for the other rules and
         below n = 30, where k counts the eigenvalues above 1/2).
@@ -286,9 +286,9 @@ class StochasticClustering(ClusterMixin, BaseEstimator):
         }
         with _as_parameters():
             self._check_options(n, options)
-            scaler = column_scaler(self.scale)
-            S, placement = self._operator(X, seed, scaler)
-            balanced, spec, result, _ = run_stages(S, options)
+            column_scaler(self.scale)  # refused before any work, whatever the affinity
+            S, raw, placement = self._operator(X, seed)
+            balanced, spec, result, _ = run_stages(S, options, raw=raw)
         labels = result.labels.astype(np.int64)
         k = int(labels.max()) + 1
         firm = confidence(balanced.P, labels)
@@ -301,8 +301,8 @@ class StochasticClustering(ClusterMixin, BaseEstimator):
         self.noise_floor_ = spec.floor
         self.notes_ = list(spec.notes)
         self.n_iter_ = int(result.iterations)
-        if self.affinity in RAW_DATA:
-            self.scaler_ = scaler
+        if raw is not None:
+            self.scaler_ = raw.scaling
             # what predict reads: new rows meet the balanced P of the fitted elements
             self._placement = {**placement, "P": balanced.P}
         return self
@@ -332,23 +332,19 @@ class StochasticClustering(ClusterMixin, BaseEstimator):
             options["split"],
         )
 
-    def _operator(self, X, seed: int, scaler):
-        """The consensus operator of X, and what ``predict`` needs of its making.
+    def _operator(self, X, seed: int):
+        """The consensus operator of X (:func:`sca.pipeline.build_operator`), the
+        raw data as the core saw it (:class:`sca.pipeline.RawData`, or None),
+        and what ``predict`` needs of its making.
 
-        S is built as :func:`sca.pipeline.build_operator` builds it; raw data
-        is first transformed by ``scaler``, fitted on it here.  The ensemble goes through
-        :func:`sca.ensemble.ensemble_fit`, which runs the same plan as
-        :func:`sca.ensemble.ensemble_labels` (so the same S) and keeps the
-        runs' models; SNN keeps a neighbour index of the scaled data.
+        The ensemble keeps the runs' models (:func:`sca.ensemble.ensemble_fit`,
+        the same plan and so the same S); SNN keeps a neighbour index of the
+        scaled data.
         """
         if self.affinity == "precomputed":
-            return build_operator(consensus=X)[0], {}
+            return build_operator(consensus=X)[0], None, {}
         if self.affinity == "labels":
-            return build_operator(labels=X)[0], {}
-        spec = default_ensemble(X.shape[0]) if self.ensemble is None else self.ensemble
-        if self.affinity == "ensemble" and _uses_nmf(spec) and hasattr(scaler, "with_mean"):
-            scaler.set_params(with_mean=False)  # NMF needs nonnegative data; k-means ignores shifts
-        X = scaler.fit_transform(X)
+            return build_operator(labels=X)[0], None, {}
         if self.affinity == "snn":
             from sklearn.neighbors import NearestNeighbors
 
@@ -357,18 +353,27 @@ class StochasticClustering(ClusterMixin, BaseEstimator):
                 if self.n_neighbors is None
                 else self.n_neighbors
             )
-            S = snn_operator(X, kappa, self.metric)
-            return S, {"neighbours": NearestNeighbors(metric=self.metric).fit(X), "kappa": kappa}
-        fitted = ensemble_fit(X, spec, seed)
+            S, raw = build_operator(
+                data=X, snn={"kappa": kappa, "metric": self.metric}, scale=self.scale
+            )
+            index = NearestNeighbors(metric=self.metric).fit(raw.scaled)
+            return S, raw, {"neighbours": index, "kappa": kappa}
+        S, raw = build_operator(
+            data=X, ensemble=self.ensemble, seed=seed, scale=self.scale, keep_models=True
+        )
+        fitted = raw.fitted
         columns, column_groups = run_columns(fitted["labels"])
-        S = membership_operator(fitted["labels"])
-        return S, {
-            "models": fitted["models"],
-            "groups": fitted["groups"],
-            "algorithms": fitted["algorithms"],
-            "columns": columns,
-            "column_groups": column_groups,
-        }
+        return (
+            S,
+            raw,
+            {
+                "models": fitted["models"],
+                "groups": fitted["groups"],
+                "algorithms": fitted["algorithms"],
+                "columns": columns,
+                "column_groups": column_groups,
+            },
+        )
 
     def _predicts(self) -> bool:
         if self.affinity not in RAW_DATA:
@@ -436,11 +441,6 @@ class StochasticClustering(ClusterMixin, BaseEstimator):
             if self.affinity == "precomputed"
             else ["2darray"],
         }
-
-
-def _uses_nmf(spec) -> bool:
-    items = [spec] if isinstance(spec, dict) else spec if isinstance(spec, (list, tuple)) else ()
-    return any(isinstance(item, dict) and item.get("algorithm") == "nmf" for item in items)
 
 
 @contextmanager

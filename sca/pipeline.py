@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 from collections import Counter
 from contextlib import contextmanager
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -21,16 +21,18 @@ from .balance import balance
 from .clustering import iterate, iterate_best
 from .custom import custom_cluster, neighbours
 from .diagnostics import confidence, uncoupling_measure
-from .ensemble import ensemble_labels
+from .ensemble import default_ensemble, ensemble_fit, ensemble_labels
 from .errors import SCAError
 from .inputs import (
+    Scaling,
     check_data,
     consensus_operator,
     fit_scaling,
     membership_operator,
     snn_operator,
 )
-from .spectral import spectrum
+from .reference import reference_applies, reference_spectra
+from .spectral import MIN_NULL_N, spectrum
 
 #: Options of the balancing / spectral / iteration stages and their defaults (the
 #: registry's, :mod:`sca.options`).
@@ -87,9 +89,24 @@ def data_source(X, ensemble=None, snn=None, scale: str | None = None) -> dict:
     registry.check("scale", scale)
     if snn is not None:
         return {"snn": snn, "scale": scale}
-    from .ensemble import default_ensemble
-
     return {"ensemble": default_ensemble(len(X)) if ensemble is None else ensemble, "scale": scale}
+
+
+@dataclass(frozen=True, eq=False)
+class RawData:
+    """Raw data and how the ensemble or the SNN saw it.
+
+    ``X`` as given, ``scaled`` as the ensemble or the SNN read it
+    (``scaling``, the ``scale`` option fitted on X), ``source`` what clusters
+    it (:func:`data_source`), and ``fitted`` the ensemble's models
+    (:func:`sca.ensemble.ensemble_fit`) when kept, for new rows.
+    """
+
+    X: np.ndarray
+    scaled: np.ndarray
+    scaling: Scaling
+    source: dict
+    fitted: dict | None = None
 
 
 def build_operator(
@@ -102,13 +119,15 @@ def build_operator(
     timings: dict | None = None,
     progress=None,
     scale: str | None = None,
+    keep_models: bool = False,
 ):
     """Reach the consensus operator from exactly one input.
 
     Raw data without ``ensemble`` or ``snn`` is clustered by
     :func:`sca.ensemble.default_ensemble`, after its columns are scaled by
     ``scale`` (the option's default when None; :func:`sca.inputs.fit_scaling`).
-    Returns ``(operator, X)`` where X is the raw data as given (or None).
+    Returns ``(operator, raw)``: raw is a :class:`RawData` for raw data, else
+    None; ``keep_models`` keeps the ensemble's models in it.
     """
     timings = {} if timings is None else timings
     registry.one_input(
@@ -133,20 +152,40 @@ def build_operator(
             else (snn.get("kappa"), snn.get("metric", "euclidean"))
         )
         with timed(timings, "consensus"):
-            scaled = fit_scaling(X, source["scale"]).transform(X)
-            return snn_operator(scaled, kappa, metric), X  # type: ignore[arg-type]  # checked there
+            scaling = fit_scaling(X, source["scale"])
+            scaled = scaling.transform(X)
+            S = snn_operator(scaled, kappa, metric)  # type: ignore[arg-type]  # checked there
+            return S, RawData(X, scaled, scaling, source)
     with timed(timings, "ensemble"):
-        scaled = fit_scaling(X, source["scale"], source["ensemble"]).transform(X)
-        runs = ensemble_labels(
-            scaled,
-            source["ensemble"],
-            seed,
-            progress=None
-            if progress is None
-            else (lambda done, total: progress("ensemble", done / total)),
+        scaling = fit_scaling(X, source["scale"], source["ensemble"])
+        scaled = scaling.transform(X)
+        report = (
+            None if progress is None else (lambda done, total: progress("ensemble", done / total))
+        )
+        fitted = (
+            ensemble_fit(scaled, source["ensemble"], seed, progress=report)
+            if keep_models
+            else {"labels": ensemble_labels(scaled, source["ensemble"], seed, progress=report)}
         )
     with timed(timings, "consensus"):
-        return membership_operator(runs), X
+        S = membership_operator(fitted["labels"])
+        return S, RawData(X, scaled, scaling, source, fitted if keep_models else None)
+
+
+def null_reference(raw: RawData | None, options: dict) -> np.ndarray | None:
+    """Eigenvalues of reference data without clusters run through raw data's
+    ensemble (:func:`sca.reference.reference_spectra`), the null of the
+    ``"noise"`` rule on raw data; None where that null does not apply (another
+    rule, k given, the SNN, NMF, fewer than ``MIN_NULL_N`` rows) and the
+    spectral stage falls back on its own rules (:mod:`sca.spectral`)."""
+    if raw is None or options["rule"] != "noise" or options["k"] is not None:
+        return None
+    if raw.X.shape[0] < MIN_NULL_N:  # too few rows for any null: see sca.spectral
+        return None
+    spec = raw.source.get("ensemble")
+    if spec is None or not reference_applies(spec):
+        return None
+    return reference_spectra(raw.scaled, spec, options["seed"])
 
 
 def _options(options: dict | None, n: int | None = None) -> dict:
@@ -154,10 +193,18 @@ def _options(options: dict | None, n: int | None = None) -> dict:
     return registry.validate(options, n=n, scope="core")
 
 
-def prepare(S, options: dict | None = None, timings: dict | None = None, progress=None):
+def prepare(
+    S,
+    options: dict | None = None,
+    timings: dict | None = None,
+    progress=None,
+    raw: RawData | None = None,
+):
     """Balancing and spectrum of S: ``(balanced, spectrum_result)``.
 
-    ``progress(stage, fraction)``, when given, is called as each stage starts.
+    ``progress(stage, fraction)``, when given, is called as each stage starts;
+    ``raw`` (from :func:`build_operator`) gives raw data its reference null
+    (:func:`null_reference`).
     """
     opts = _options(options, S.n)
     timings = {} if timings is None else timings
@@ -176,19 +223,27 @@ def prepare(S, options: dict | None = None, timings: dict | None = None, progres
             max_k=opts["max_k"],
             rule=opts["rule"],
             seed=opts["seed"],
+            reference=null_reference(raw, opts),
         )
     return balanced, spec
 
 
-def run_stages(S, options: dict | None = None, timings: dict | None = None, progress=None):
+def run_stages(
+    S,
+    options: dict | None = None,
+    timings: dict | None = None,
+    progress=None,
+    raw: RawData | None = None,
+):
     """Balancing, spectrum and iteration on operator S.
 
     Returns ``(balanced, spectrum_result, iteration_result, timings)``;
-    ``progress(stage, fraction)`` is called as each stage starts.
+    ``progress(stage, fraction)`` is called as each stage starts; ``raw`` as
+    for :func:`prepare`.
     """
     opts = _options(options, S.n)
     timings = {} if timings is None else timings
-    balanced, spec = prepare(S, opts, timings, progress)
+    balanced, spec = prepare(S, opts, timings, progress, raw)
     if progress is not None:
         progress("iteration", 0.0)
     with timed(timings, "iteration"):
@@ -326,9 +381,9 @@ def cluster(ids=None, options=None, progress=None, **inputs) -> dict:
     timings: dict = {}
     seed = (options or {}).get("seed", 0)
     scale = (options or {}).get("scale")
-    S, _ = build_operator(seed=seed, timings=timings, progress=progress, scale=scale, **inputs)
+    S, raw = build_operator(seed=seed, timings=timings, progress=progress, scale=scale, **inputs)
     ids = check_ids(ids, S.n)
-    balanced, spec, result, timings = run_stages(S, options, timings, progress)
+    balanced, spec, result, timings = run_stages(S, options, timings, progress, raw)
     return result_dict(
         S, balanced.P, balance_dict(balanced), spectrum_dict(spec), result, ids, timings
     )

@@ -19,6 +19,11 @@ Three rules for k from the eigenvalues ``1 = λ1 >= λ2 >= ... >= λ_k̂``:
     every rearrangement of S is the same matrix): k is then the number of
     eigenvalues above 1/2, those nearer 1 than 0.
 
+    On raw data clustered by a k-means ensemble, the null is reference data
+    run through the same ensemble instead (:mod:`sca.reference`): given
+    ``reference``, k is :func:`sca.reference.reference_k` of the
+    eigenvalues against the references'.
+
 ``"perron"``
     The paper's Definition 2.9: k is the size of the Perron cluster, the
     largest gap ``λ_k - λ_{k+1}`` over all consecutive pairs, ties to the
@@ -44,6 +49,7 @@ from .kernels import one_blas_thread
 from .null import ZERO, NoiseFloor, noise_floor
 from .operators import ConsensusOperator
 from .options import OPTIONS, RULES, validate  # noqa: F401 - RULES re-exported
+from .reference import reference_k
 
 #: Eigenvalues computed first when not all of them are cheap (the noise rule grows from here).
 DEFAULT_K_HAT = 20
@@ -145,6 +151,7 @@ def spectrum(
     rule: str = DEFAULT_RULE,
     seed: int = 0,
     max_k_hat: int = MAX_K_HAT,
+    reference: np.ndarray | None = None,
 ) -> SpectrumResult:
     """Eigenvalues of P and the number of clusters.
 
@@ -165,6 +172,10 @@ def spectrum(
     rule : {"noise", "gap", "perron"}
     seed : int
         Seeds the null draws of the ``"noise"`` rule.
+    reference : ndarray of shape (draws, count), optional
+        Eigenvalues of P for reference data without clusters run through
+        the same ensemble (:func:`sca.reference.reference_spectra`); with
+        the ``"noise"`` rule they replace the permuted null.
 
     Returns
     -------
@@ -173,6 +184,8 @@ def spectrum(
     """
     n = P.n
     fixed = check_spectrum_options(n, k, k_hat, min_k, max_k, rule)
+    if rule == "noise" and reference is not None:
+        return _against_reference(P, np.asarray(reference, dtype=float), k, fixed, min_k, max_k)
     notes = []
     null = None
     if rule == "noise":
@@ -212,6 +225,25 @@ def spectrum(
     lambda2 = float(values[1]) if values.size > 1 else float("nan")
     return SpectrumResult(
         values, int(k), lambda2, gap, rule, floor, k_signal, capped, tuple(notes), candidates
+    )
+
+
+def _against_reference(P, reference, k, k_hat, min_k, max_k) -> SpectrumResult:
+    """The ``"noise"`` rule with reference data as the null (:mod:`sca.reference`)."""
+    count = max(reference.shape[1], k_hat or 0, (k or 0) + 1)
+    # a partial spectrum to the references' tolerance: the rule reads log-gaps, not digits
+    values = P.eigenvalues(min(count, P.n), few=count < P.n - 1)
+    values = values[: max(2, min(values.size, count, int(np.sum(values > ZERO)) + 1))]
+    choice = reference_k(values, reference)
+    notes = list(choice.notes)
+    if k is None:
+        k = int(np.clip(choice.k, min_k or 1, max_k or P.n))
+        if k != choice.k:
+            notes.append(f"k = {choice.k} was moved into [min_k, max_k]: k = {k}")
+    gap = float(values[k - 1] - values[k]) if k < values.size else float("nan")
+    lambda2 = float(values[1]) if values.size > 1 else float("nan")
+    return SpectrumResult(
+        values, int(k), lambda2, gap, "noise", choice.floor, choice.k_signal, False, tuple(notes)
     )
 
 

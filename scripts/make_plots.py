@@ -76,8 +76,8 @@ def examples():
 
 def make(name, inputs, ids, options, query, out: Path, formats) -> list[Path]:
     timings: dict = {}
-    S, _ = build_operator(seed=options.get("seed", 0), timings=timings, **inputs)
-    balanced, spec, result, timings = run_stages(S, options, timings)
+    S, raw = build_operator(seed=options.get("seed", 0), timings=timings, **inputs)
+    balanced, spec, result, timings = run_stages(S, options, timings, raw=raw)
     out_result = result_dict(
         S, balanced.P, balance_dict(balanced), spectrum_dict(spec), result, ids, timings
     )

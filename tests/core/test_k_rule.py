@@ -195,10 +195,12 @@ def test_the_random_start_never_counts_toward_stable(baseball):
 
 
 def test_a_coarser_level_is_kept_when_it_is_more_uncoupled(iris):
-    """k-means runs at k = 3 and 4 on iris leave five co-membership blocks above
-    chance; the species level (k = 3) is the most uncoupled candidate."""
+    """k-means runs at k = 3 and 4 on iris, given as label runs, leave five
+    co-membership blocks above the permuted null; the species level (k = 3) is
+    the most uncoupled candidate."""
     X, species = iris
-    result = sca.cluster(data=X, ensemble=[{"algorithm": "kmeans", "k": [3, 4], "runs": 50}])
+    runs = sca.ensemble_labels(X, [{"algorithm": "kmeans", "k": [3, 4], "runs": 50}])
+    result = sca.cluster(labels=runs)
     assert result["k_candidates"] == [3, 5] and result["k"] == 3
     assert result["k_scores"]["3"] > result["k_scores"]["5"]
     assert adjusted_rand_score(species, result["labels"]) > 0.7

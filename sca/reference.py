@@ -1,0 +1,215 @@
+"""The number of clusters of raw data, against reference data without clusters.
+
+On label runs the noise floor of :mod:`sca.null` permutes each run's labels:
+it asks "are the runs independent random partitions?".  k-means runs on the
+same rows are never independent: on data without clusters each run cuts
+nearly the same cells, so the consensus of an ensemble on pure noise has
+many eigenvalues of P far above that floor.  For raw data the question is
+instead the gap statistic's (Tibshirani, Walther & Hastie 2001) and M3C's
+(John et al. 2020): what does the *same ensemble* make of data that has the
+shape of these rows but no clusters?
+
+Reference data are Gaussian rows with the data's principal axes and
+variances (its covariance; for more features than rows, its ``n - 1``
+principal components), so a reference keeps the spread, the correlations
+and the effective dimension of the data and loses only its groups.  Each
+reference runs through the same ensemble, is balanced (Sec. 2.2) and its
+eigenvalues read (Sec. 2.4), as the data's are.
+
+k then follows from the data's spectrum against the references', on a log
+scale (``-log λ_j`` is the rate at which the walk P forgets its start
+inside j groups, Sec. 3):
+
+1. Eigenvalues above the references: ``log λ_j`` above the references' mean
+   plus :data:`MARGIN_Z` standard deviations, counted from λ2 until the
+   first that is not: ``k_signal``.  None (``k_signal = 1``): no cluster
+   structure, k = 1 -- unless the spectrum falls off a cliff further on
+   (step 2's drop above :data:`CLIFF_Z` of the references' standard
+   deviations, from an eigenvalue above theirs): many groups of similar
+   size, which runs at the coarse levels lump together in ever different
+   ways, can hold λ2 down to a reference's while λ3 ... λk stand far above.
+2. Among k = 2 ... k_signal + 1, the cut where the data's excess over the
+   references, ``e_j = log λ_j - mean log λ_j^ref``, drops most from λ_k
+   to λ_(k+1): the Perron cluster (Definition 2.9) with each gap measured
+   against the gap that data without clusters shows at the same place.
+   Within a cluster the ensemble's finer runs leave the smooth spectrum of
+   a reference; between clusters the spectrum stays near 1; the cut is
+   where one gives way to the other.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .balance import balance
+from .ensemble import ensemble_labels
+from .errors import BalancingError
+from .inputs import membership_operator
+
+#: Reference data sets run through the ensemble.
+DRAWS = 4
+#: An eigenvalue is signal above the references' mean plus this many standard
+#: deviations (of log λ).
+MARGIN_Z = 2.0
+#: The least standard deviation of a reference's log-eigenvalue (a few draws can agree by chance).
+MIN_SD = 0.01
+#: A drop this many of the references' standard deviations is structure even with λ2 low.
+CLIFF_Z = 10.0
+#: The least standard deviation of the references' drops (log scale).
+MIN_DROP_SD = 0.05
+#: Eigenvalues below this are treated as this (their logarithm says nothing).
+TINY = 1e-3
+#: Reference data sets have at most this many rows: P's spectrum depends on the
+#: shape of the data and on the ensemble, hardly on n once n is large.
+MAX_REFERENCE_N = 4000
+#: Eigenvalues compared past the ensemble's largest k.
+EXTRA = 6
+
+
+def reference_applies(ensemble) -> bool:
+    """Whether reference data can run through ``ensemble``: k-means runs only
+    (NMF needs nonnegative data, which a Gaussian reference is not)."""
+    items = [ensemble] if isinstance(ensemble, dict) else list(ensemble)
+    return all(isinstance(item, dict) and item.get("algorithm") == "kmeans" for item in items)
+
+
+def reference_count(ensemble, n: int) -> int:
+    """How many eigenvalues to compare: past the ensemble's largest k, at most n."""
+    items = [ensemble] if isinstance(ensemble, dict) else list(ensemble)
+    ks = [k for item in items for k in np.atleast_1d(item["k"])]
+    return int(min(n, max(ks) + EXTRA))
+
+
+def reference_data(X, rng: np.random.Generator) -> np.ndarray:
+    """Gaussian rows with the principal axes and variances of X (no clusters).
+
+    Parameters
+    ----------
+    X : ndarray of shape (n, m)
+        The data as the ensemble sees it (after ``scale``).
+    rng : numpy.random.Generator
+
+    Returns
+    -------
+    ndarray of shape (n, m)
+    """
+    X = np.asarray(X, dtype=float)
+    centre = X.mean(axis=0)
+    _, s, Vt = np.linalg.svd(X - centre, full_matrices=False)
+    sd = s / np.sqrt(max(X.shape[0] - 1, 1))
+    return centre + (rng.standard_normal((X.shape[0], sd.size)) * sd) @ Vt
+
+
+def eigenvalues_of(labels, count: int) -> np.ndarray:
+    """The ``count`` largest eigenvalues of P = D S D for label runs (zero-padded)."""
+    S = membership_operator(labels)
+    try:
+        P = balance(S).P
+    except BalancingError as exc:  # a rough P still has the spectrum's shape
+        P = exc.partial.P
+    values = P.eigenvalues(min(count, P.n), few=True)[:count]
+    return np.concatenate([values, np.zeros(count - values.size)])
+
+
+def reference_spectra(X, ensemble, seed: int = 0, draws: int = DRAWS) -> np.ndarray:
+    """Eigenvalues of P for ``draws`` reference data sets run through ``ensemble``.
+
+    Each reference has the rows of X (at most :data:`MAX_REFERENCE_N`, drawn
+    at random) and :func:`reference_count` eigenvalues are read.
+
+    Returns
+    -------
+    ndarray of shape (draws, count)
+        Descending within each row, zero-padded.
+    """
+    X = np.asarray(X, dtype=float)
+    rng = np.random.default_rng([int(seed), 0x5EF])
+    if X.shape[0] > MAX_REFERENCE_N:
+        X = X[rng.choice(X.shape[0], MAX_REFERENCE_N, replace=False)]
+    count = reference_count(ensemble, X.shape[0])
+    seeds = rng.integers(0, 2**32 - 1, size=draws)
+    return np.array(
+        [
+            eigenvalues_of(ensemble_labels(reference_data(X, rng), ensemble, int(s)), count)
+            for s in seeds
+        ]
+    )
+
+
+@dataclass(frozen=True)
+class ReferenceChoice:
+    """k against the references: ``k``, ``k_signal`` (eigenvalues above the
+    references, λ1 included), ``floor`` (the threshold of λ2), the excess drop at
+    k and its size in the references' standard deviations (``z``), and ``notes``."""
+
+    k: int
+    k_signal: int
+    floor: float
+    drop: float
+    z: float
+    notes: tuple
+
+
+def reference_k(eigenvalues, references) -> ReferenceChoice:
+    """The number of clusters from P's eigenvalues against the references'.
+
+    Parameters
+    ----------
+    eigenvalues : array-like
+        P's largest eigenvalues, descending (λ1 = 1).
+    references : ndarray of shape (draws, count)
+        From :func:`reference_spectra` on the same ensemble.
+
+    Returns
+    -------
+    ReferenceChoice
+    """
+    refs = np.log(np.maximum(np.asarray(references, dtype=float), TINY))
+    count = min(refs.shape[1], len(eigenvalues))
+    data = np.log(np.maximum(np.asarray(eigenvalues, dtype=float)[:count], TINY))
+    refs = refs[:, :count]
+    mean = refs.mean(axis=0)
+    sd = np.maximum(refs.std(axis=0, ddof=1) if refs.shape[0] > 1 else 0.0, MIN_SD)
+    threshold = mean + MARGIN_Z * sd
+    below = np.flatnonzero(data[1:] <= threshold[1:])
+    k_signal = 1 + (int(below[0]) if below.size else count - 1)
+    floor = float(np.exp(threshold[1])) if count > 1 else 1.0
+    excess = data - mean
+    drops = excess[:-1] - excess[1:]  # drops[j - 1]: from λ_j to λ_(j+1)
+    ref_drops = (refs - mean)[:, :-1] - (refs - mean)[:, 1:]
+    spread = np.maximum(ref_drops.std(axis=0, ddof=1) if refs.shape[0] > 1 else 0.0, MIN_DROP_SD)
+    z_drops = drops / spread
+    z_drops[0] = -np.inf  # the drop after λ1 = 1 is step 1's question
+    if k_signal == 1:
+        cliff = int(np.argmax(z_drops))
+        if z_drops[cliff] <= CLIFF_Z or excess[cliff] <= 0:
+            note = (
+                f"no cluster structure: λ2 = {np.exp(data[1]):.3f} is within what the same "
+                f"ensemble gives on {refs.shape[0]} reference data sets with the data's spread "
+                f"and no clusters (mean {np.exp(mean[1]):.3f}, threshold {floor:.3f})"
+            )
+            return ReferenceChoice(1, 1, floor, 0.0, 0.0, (note,))
+        k = cliff + 1
+        notes = [
+            f"λ2 = {np.exp(data[1]):.3f} is no higher than on reference data without clusters, "
+            f"but the spectrum falls off a cliff after λ{k} = {np.exp(data[k - 1]):.3f} "
+            f"(to λ{k + 1} = {np.exp(data[k]):.3f}), {z_drops[cliff]:.0f} reference standard "
+            f"deviations: {k} groups that the coarse runs lump together in ever different ways"
+        ]
+        return ReferenceChoice(
+            k, k, floor, float(drops[cliff]), float(z_drops[cliff]), tuple(notes)
+        )
+    top = min(k_signal + 1, drops.size)
+    k = 1 + int(np.argmax(drops[1:top])) + 1
+    drop, z = float(drops[k - 1]), float(z_drops[k - 1])
+    notes = [
+        f"{k_signal} eigenvalue(s) of P, λ1 included, lie above what the same ensemble gives "
+        f"on reference data without clusters; k = {k} is where the spectrum falls most "
+        f"against the references (λ{k} = {np.exp(data[k - 1]):.3f}, "
+        f"λ{k + 1} = {np.exp(data[k]):.3f}), {z:.1f} reference standard deviations"
+    ]
+    if z < 3:
+        notes.append(f"the cut at k = {k} is weak: other values of k are nearly as good")
+    return ReferenceChoice(k, k_signal, floor, drop, z, tuple(notes))
