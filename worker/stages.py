@@ -224,11 +224,21 @@ def load_balanced(store: ArtifactStore, record: dict):
 
 
 def spectral(store: ArtifactStore, record: dict) -> None:
-    """Eigenvalues of P and k (the user's, or from the job's k rule)."""
+    """Eigenvalues of P and k (the user's, or from the job's k rule; on raw data
+    clustered by k-means, against reference data run through the same ensemble,
+    :func:`sca.pipeline.null_reference`)."""
     keys = artifact_keys(record)
     P = load_balanced(store, record)
     o = record["options"]
-    found = sca.spectrum(P, seed=o["seed"], **{k: o[k] for k in SPECTRAL_OPTIONS})
+    reference = None
+    if record["kind"] == "data" and "ensemble" in record["source"]:
+        X = store.load_arrays(keys["input"])["X"]
+        scaling = job_scaling(store, record)
+        raw = sca.pipeline.RawData(X, scaling.transform(X), scaling, record["source"])
+        reference = sca.pipeline.null_reference(raw, o)
+    found = sca.spectrum(
+        P, seed=o["seed"], reference=reference, **{k: o[k] for k in SPECTRAL_OPTIONS}
+    )
     store.save_json(keys["spectrum"], sca.spectrum_dict(found))
 
 
