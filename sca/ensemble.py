@@ -5,20 +5,32 @@ list of ints, "runs": int}``; several items give the paper's "Combined"
 ensembles.  :func:`ensemble_plan` expands it into independent, JSON-able run
 descriptors (one seed each) so that a worker pool can fan them out;
 :func:`ensemble_run` performs one.
+
+Every run uses one BLAS and one OpenMP thread (:func:`sca.kernels.single_threaded`):
+the runs, not the threads inside one run, are spread over the cores, by
+:func:`ensemble_labels` and :func:`ensemble_fit` here and by the worker's
+per-run tasks.  A run's result depends on its descriptor alone, so it is the
+same whichever process or thread performs it.
 """
 
 from __future__ import annotations
 
+import os
 import warnings
+from concurrent.futures import ThreadPoolExecutor, as_completed
 
 import numpy as np
 
 from .errors import SCAError
 from .inputs import check_data
+from .kernels import single_threaded
 from .options import ALGORITHMS
 
 #: Iteration cap of one multiplicative-update NMF run.
 NMF_MAX_ITER = 500
+#: Above this many elements a k-means run fits its centres on this many rows,
+#: drawn from the run's seed, and labels every element by its nearest centre.
+KMEANS_SUBSAMPLE = 10_000
 #: k of the default ensemble's k-means runs: 2 ... 10 (at most n / 2).
 DEFAULT_ENSEMBLE_KS = range(2, 11)
 #: Runs of the default ensemble per k.
@@ -123,18 +135,37 @@ def ensemble_model(X, run: dict) -> tuple[np.ndarray, np.ndarray]:
 
     ``model`` (``k x m``) is the k-means centres or NMF's components; with it
     :func:`ensemble_predict` labels new rows as the run would have.
+
+    The run uses one BLAS and one OpenMP thread, whoever calls it.  Above
+    :data:`KMEANS_SUBSAMPLE` elements, a k-means run fits its centres on that
+    many rows drawn without replacement from its seed and labels every element
+    by its nearest centre (as :func:`ensemble_predict` would), so that its cost
+    grows with n only through that assignment.  The k-means objective of a
+    sample's centres, on all the rows, is within a fraction of a percent of a
+    full run's; a larger sample costs more and comes little closer.  NMF runs
+    always fit every row: with the components of a sample fixed, the
+    coefficients of the other rows would still need an iterative solve per
+    row, about what the full fit costs.
     """
     from sklearn.cluster import KMeans  # scikit-learn loads when an ensemble runs
     from sklearn.decomposition import NMF
     from sklearn.exceptions import ConvergenceWarning
+    from sklearn.metrics import pairwise_distances_argmin
 
+    X = np.asarray(X)
     k, seed = int(run["k"]), int(run["seed"])
-    with warnings.catch_warnings():
+    with warnings.catch_warnings(), single_threaded():
         warnings.simplefilter("ignore", ConvergenceWarning)
         if run["algorithm"] == "kmeans":
-            model = KMeans(n_clusters=k, n_init=1, random_state=seed)
-            labels = model.fit_predict(X).astype(np.int32)
-            return labels, model.cluster_centers_
+            n = X.shape[0]
+            if n <= KMEANS_SUBSAMPLE:
+                model = KMeans(n_clusters=k, n_init=1, random_state=seed)
+                labels = model.fit_predict(X).astype(np.int32)
+                return labels, model.cluster_centers_
+            rows = np.sort(np.random.default_rng(seed).choice(n, KMEANS_SUBSAMPLE, replace=False))
+            model = KMeans(n_clusters=k, n_init=1, random_state=seed, copy_x=False)
+            centres = model.fit(X[rows]).cluster_centers_
+            return pairwise_distances_argmin(X, centres).astype(np.int32), centres
         if run["algorithm"] == "nmf":
             model = NMF(
                 n_components=k, solver="mu", init="random", random_state=seed, max_iter=NMF_MAX_ITER
@@ -172,22 +203,78 @@ def ensemble_predict(models: np.ndarray, groups: np.ndarray, algorithms, X) -> n
     return labels
 
 
-def ensemble_labels(X, spec, seed: int = 0, progress=None) -> np.ndarray:
+def _workers(n_jobs: int | None) -> int:
+    """Threads for the runs: ``n_jobs``, or the cores this process may use."""
+    if n_jobs is not None:
+        if isinstance(n_jobs, bool) or not isinstance(n_jobs, (int, np.integer)) or n_jobs < 1:
+            raise SCAError(f"n_jobs must be a positive integer or None, got {n_jobs!r}", "n_jobs")
+        return int(n_jobs)
+    if hasattr(os, "sched_getaffinity"):
+        return max(1, len(os.sched_getaffinity(0)))
+    return max(1, os.cpu_count() or 1)
+
+
+def _fit_runs(X, plan: list[dict], n_jobs: int | None, progress) -> list[tuple]:
+    """:func:`ensemble_model` of every run of ``plan``, in the plan's order.
+
+    The runs go to a pool of threads, one per core, rather than to processes
+    (joblib's loky): scikit-learn's k-means and NMF spend their time in
+    compiled loops and BLAS calls that release the GIL, so threads run them in
+    parallel, sharing X where processes would first start and be sent a copy
+    of it (or a memory map), which costs more than the runs of a small
+    ensemble.  ``progress(done, total)`` is called on this thread as runs
+    finish; if it (or a run) raises, the runs not yet started are cancelled.
+    """
+    from sklearn.exceptions import ConvergenceWarning
+
+    workers = min(_workers(n_jobs), len(plan))
+    # Both held across all the runs, not only around each.  BLAS's limit is
+    # the process's: put back between two runs while another was under way,
+    # it multiplied the ensemble's CPU time (BLAS's own threads, woken, spin
+    # beside the runs).  The warning filters are the process's too: a run's
+    # own catch_warnings, left on one thread, restores a list without its
+    # filter while another thread's run is still warning.
+    with warnings.catch_warnings(), single_threaded():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        if workers == 1:
+            fitted = []
+            for j, run in enumerate(plan):
+                fitted.append(ensemble_model(X, run))
+                if progress is not None:
+                    progress(j + 1, len(plan))
+            return fitted
+        with ThreadPoolExecutor(workers, thread_name_prefix="sca-ensemble") as pool:
+            futures = [pool.submit(ensemble_model, X, run) for run in plan]
+            try:
+                for done, future in enumerate(as_completed(futures), 1):
+                    future.result()
+                    if progress is not None:
+                        progress(done, len(plan))
+            except BaseException:
+                for future in futures:
+                    future.cancel()
+                raise
+            return [future.result() for future in futures]
+
+
+def ensemble_labels(X, spec, seed: int = 0, progress=None, n_jobs: int | None = None) -> np.ndarray:
     """Run a whole ensemble; returns the ``n x r`` label matrix.
 
+    The runs are spread over ``n_jobs`` threads (None: one per core this
+    process may use), each run on one BLAS/OpenMP thread; the labels are the
+    same for any ``n_jobs``, each run having its own seed.
     ``progress(done, total)`` is called after each run when given.
     """
     plan = ensemble_plan(spec, seed)
     X = check_ensemble_data(X, plan)
+    fitted = _fit_runs(X, plan, n_jobs, progress)
     labels = np.empty((X.shape[0], len(plan)), dtype=np.int32)
-    for j, run in enumerate(plan):
-        labels[:, j] = ensemble_run(X, run)
-        if progress is not None:
-            progress(j + 1, len(plan))
+    for j, (run_labels, _) in enumerate(fitted):
+        labels[:, j] = run_labels
     return labels
 
 
-def ensemble_fit(X, spec, seed: int = 0) -> dict:
+def ensemble_fit(X, spec, seed: int = 0, progress=None, n_jobs: int | None = None) -> dict:
     """:func:`ensemble_labels` keeping what each run learned, for new rows later.
 
     Returns ``{"labels": n x r, "models", "groups", "algorithms"}``, the last
@@ -195,7 +282,7 @@ def ensemble_fit(X, spec, seed: int = 0) -> dict:
     """
     plan = ensemble_plan(spec, seed)
     X = check_ensemble_data(X, plan)
-    fitted = [ensemble_model(X, run) for run in plan]
+    fitted = _fit_runs(X, plan, n_jobs, progress)
     return {
         "labels": np.column_stack([labels for labels, _ in fitted]),
         "models": np.concatenate([model for _, model in fitted]),

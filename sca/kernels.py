@@ -24,9 +24,11 @@ and ``take`` do the same work without numba's start-up cost.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import sys
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 
@@ -91,6 +93,40 @@ def one_blas_thread(stage):
             return stage(P, *args, **kwargs)
 
     return limited
+
+
+_single_lock = threading.Lock()
+_single_users = 0
+_single_blas = None
+
+
+@contextlib.contextmanager
+def single_threaded():
+    """Run the block with one BLAS thread and one OpenMP thread.
+
+    For work that is itself spread over the cores one task per core (the
+    ensemble's runs, the worker's per-run tasks), where BLAS's and OpenMP's own
+    threads would only contend with the other tasks for the same cores.
+    OpenMP's limit belongs to the calling thread, so each block sets its own.
+    BLAS's is the process's: the first block to enter sets it and the last to
+    leave restores it, so that blocks running at the same time (pool threads,
+    the service's request threads) never restore it under one another.
+    """
+    global _single_users, _single_blas
+    controller = threadpools()
+    with _single_lock:
+        if _single_users == 0:
+            _single_blas = controller.select(user_api="blas").limit(limits=1)
+        _single_users += 1
+    try:
+        with controller.select(user_api="openmp").limit(limits=1):
+            yield
+    finally:
+        with _single_lock:
+            _single_users -= 1
+            if _single_users == 0:
+                _single_blas.restore_original_limits()
+                _single_blas = None
 
 
 def _spans(m: int) -> list[tuple[int, int]]:

@@ -1,0 +1,134 @@
+"""Ensembles spread over threads, one BLAS/OpenMP thread per run, and k-means
+runs fitted on a sample of the rows of large data."""
+
+import threading
+
+import numpy as np
+import pytest
+from sklearn.datasets import make_blobs
+from sklearn.metrics import adjusted_rand_score
+
+import sca
+import sca.ensemble
+from sca.kernels import single_threaded, threadpools
+
+SPEC = [{"algorithm": "kmeans", "k": [2, 3, 4], "runs": 3}, {"algorithm": "nmf", "k": 2, "runs": 2}]
+
+
+def _threads(user_api: str) -> set[int]:
+    return {lib.num_threads for lib in threadpools().select(user_api=user_api).lib_controllers}
+
+
+@pytest.fixture(scope="module")
+def blobs():
+    X, truth = make_blobs(n_samples=600, n_features=5, centers=4, cluster_std=0.5, random_state=0)
+    return X - X.min(), truth  # nonnegative, for the NMF runs
+
+
+def test_parallel_runs_give_the_labels_of_one_worker(blobs):
+    X, _ = blobs
+    one = sca.ensemble_labels(X, SPEC, seed=5, n_jobs=1)
+    assert np.array_equal(sca.ensemble_labels(X, SPEC, seed=5, n_jobs=2), one)
+    assert np.array_equal(sca.ensemble_labels(X, SPEC, seed=5), one)
+    fit, fit_one = (
+        sca.ensemble_fit(X, SPEC, seed=5, n_jobs=2),
+        sca.ensemble_fit(X, SPEC, 5, n_jobs=1),
+    )
+    assert np.array_equal(fit["labels"], one)
+    for key in ("models", "groups", "algorithms"):
+        assert np.array_equal(fit[key], fit_one[key])
+
+
+def test_the_worker_s_runs_one_by_one_give_the_ensemble_s_labels(blobs):
+    X, _ = blobs
+    plan = sca.ensemble_plan(SPEC, seed=5)
+    runs = np.column_stack([sca.ensemble_model(X, run)[0] for run in plan])
+    assert np.array_equal(runs, sca.ensemble_labels(X, SPEC, seed=5, n_jobs=2))
+
+
+@pytest.mark.parametrize("n_jobs", [1, 2])
+def test_progress_counts_every_run_on_the_calling_thread(blobs, n_jobs):
+    calls = []
+    caller = threading.get_ident()
+    sca.ensemble_labels(
+        blobs[0],
+        SPEC,
+        progress=lambda done, total: calls.append((done, total, threading.get_ident())),
+        n_jobs=n_jobs,
+    )
+    total = sca.ensemble.ensemble_size(SPEC)
+    assert calls == [(done, total, caller) for done in range(1, total + 1)]
+
+
+def test_a_raising_progress_stops_the_ensemble(blobs):
+    def stop(done, total):
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        sca.ensemble_labels(blobs[0], SPEC, progress=stop, n_jobs=2)
+
+
+@pytest.mark.parametrize("n_jobs", [1, 2])
+def test_every_run_uses_one_blas_and_one_openmp_thread(blobs, monkeypatch, n_jobs):
+    import sklearn.cluster
+    from sklearn.utils._openmp_helpers import _openmp_effective_n_threads
+
+    seen = []
+
+    class Recording(sklearn.cluster.KMeans):
+        def fit(self, X, y=None, sample_weight=None):
+            seen.append((_threads("blas"), _openmp_effective_n_threads()))
+            return super().fit(X, y, sample_weight)
+
+    monkeypatch.setattr(sklearn.cluster, "KMeans", Recording)
+    before = _threads("blas")
+    sca.ensemble_labels(blobs[0], SPEC, n_jobs=n_jobs)
+    assert len(seen) == 9 and all(blas == {1} and omp == 1 for blas, omp in seen)
+    assert _threads("blas") == before  # put back once the ensemble is done
+
+
+def test_single_threaded_restores_blas_only_when_the_last_block_leaves():
+    import sklearn  # noqa: F401 - its OpenMP runtime loaded, so the controller sees it
+
+    before_blas, before_omp = _threads("blas"), _threads("openmp")
+    entered, release = threading.Event(), threading.Event()
+
+    def other():
+        with single_threaded():
+            entered.set()
+            release.wait(10)
+
+    thread = threading.Thread(target=other)
+    with single_threaded():
+        assert _threads("blas") == {1} and _threads("openmp") == {1}
+        thread.start()
+        entered.wait(10)
+    # this block has left, the other thread's has not: BLAS stays at one thread
+    assert _threads("blas") == {1} and _threads("openmp") == before_omp
+    release.set()
+    thread.join()
+    assert _threads("blas") == before_blas
+
+
+def test_large_data_fits_kmeans_centres_on_a_sample(monkeypatch):
+    X, truth = make_blobs(n_samples=3000, n_features=4, centers=5, cluster_std=0.4, random_state=1)
+    run = {"algorithm": "kmeans", "k": 5, "seed": 11}
+    full, full_centres = sca.ensemble_model(X, run)
+    monkeypatch.setattr(sca.ensemble, "KMEANS_SUBSAMPLE", 300)
+    labels, centres = sca.ensemble_model(X, run)
+    assert centres.shape == (5, 4)
+    assert adjusted_rand_score(full, labels) == 1.0
+    assert adjusted_rand_score(truth, labels) == 1.0
+    # the sample's centres label every row, as they label new rows later
+    predicted = sca.ensemble_predict(centres, np.array([0, 5]), ["kmeans"], X)
+    assert np.array_equal(predicted[:, 0], labels)
+    # the sample is drawn from the run's seed: the same run gives the same labels
+    assert np.array_equal(sca.ensemble_model(X, run)[0], labels)
+    other = sca.ensemble_model(X, {**run, "seed": 12})[1]
+    assert not np.allclose(np.sort(other, axis=0), np.sort(centres, axis=0), rtol=0, atol=1e-12)
+
+
+def test_n_jobs_must_be_a_positive_integer(blobs):
+    for bad in (0, -1, 1.5, True):
+        with pytest.raises(sca.SCAError):
+            sca.ensemble_labels(blobs[0], SPEC, n_jobs=bad)
