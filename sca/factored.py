@@ -214,7 +214,8 @@ class FactoredOperator(ConsensusOperator):
         return self.n_clusters <= GRAM_MAX_K
 
     def eigenvalues(self, k_hat=None, few=False):
-        if not self.gram_cheap:
+        # the Gram matrix pays only while K < n (raw data's ensembles at sqrt(n) levels: K > n)
+        if not self.gram_cheap or self.n_clusters > self.n:
             return super().eigenvalues(k_hat, few)
         K = self.n_clusters
         k_hat = self.n if k_hat is None else min(int(k_hat), self.n)

@@ -28,7 +28,8 @@ inside j groups, Sec. 3):
    deviations, from an eigenvalue above theirs): many groups of similar
    size, which runs at the coarse levels lump together in ever different
    ways, can hold λ2 down to a reference's while λ3 ... λk stand far above.
-2. Among k = 2 ... k_signal + 1, the cut where the data's excess over the
+2. Among k = 2 ... k_signal (and k_signal + 1 when λ_(k_signal+1) is above
+   the references' mean, short of the margin), the cut where the data's excess over the
    references, ``e_j = log λ_j - mean log λ_j^ref``, drops most from λ_k
    to λ_(k+1): the Perron cluster (Definition 2.9) with each gap measured
    against the gap that data without clusters shows at the same place.
@@ -47,6 +48,7 @@ from .balance import balance
 from .ensemble import ensemble_labels
 from .errors import BalancingError
 from .inputs import membership_operator
+from .kernels import threadpools
 
 #: Reference data sets run through the ensemble.
 DRAWS = 4
@@ -59,6 +61,8 @@ MIN_SD = 0.01
 CLIFF_Z = 10.0
 #: The least standard deviation of the references' drops (log scale).
 MIN_DROP_SD = 0.05
+#: A second cut with this share of the chosen cut's drop is reported as plausible too.
+NEAR = 0.8
 #: Eigenvalues below this are treated as this (their logarithm says nothing).
 TINY = 1e-3
 #: Reference data sets have at most this many rows: P's spectrum depends on the
@@ -130,6 +134,13 @@ def reference_spectra(X, ensemble, seed: int = 0, draws: int = DRAWS) -> np.ndar
         X = X[rng.choice(X.shape[0], MAX_REFERENCE_N, replace=False)]
     count = reference_count(ensemble, X.shape[0])
     seeds = rng.integers(0, 2**32 - 1, size=draws)
+    # one BLAS thread: small dense eigenproblems, on a machine whose cores the
+    # ensemble's runs already fill (two threads were a hundred times slower)
+    with threadpools().limit(limits=1, user_api="blas"):
+        return _spectra(X, ensemble, rng, seeds, count)
+
+
+def _spectra(X, ensemble, rng, seeds, count) -> np.ndarray:
     return np.array(
         [
             eigenvalues_of(ensemble_labels(reference_data(X, rng), ensemble, int(s)), count)
@@ -201,7 +212,10 @@ def reference_k(eigenvalues, references) -> ReferenceChoice:
         return ReferenceChoice(
             k, k, floor, float(drops[cliff]), float(z_drops[cliff]), tuple(notes)
         )
-    top = min(k_signal + 1, drops.size)
+    # λ_(k_signal + 1) may still belong to the groups when it stands above the
+    # references' mean, short of the margin: then the cut may fall after it
+    beyond = k_signal < count and data[k_signal] > mean[k_signal]
+    top = min(k_signal + int(beyond), drops.size)
     k = 1 + int(np.argmax(drops[1:top])) + 1
     drop, z = float(drops[k - 1]), float(z_drops[k - 1])
     notes = [
@@ -210,6 +224,10 @@ def reference_k(eigenvalues, references) -> ReferenceChoice:
         f"against the references (λ{k} = {np.exp(data[k - 1]):.3f}, "
         f"λ{k + 1} = {np.exp(data[k]):.3f}), {z:.1f} reference standard deviations"
     ]
-    if z < 3:
-        notes.append(f"the cut at k = {k} is weak: other values of k are nearly as good")
+    others = np.delete(drops[1:top], k - 2)
+    if others.size and others.max() > NEAR * drop:
+        runner = 2 + int(np.flatnonzero(drops[1:top] == others.max())[0])
+        notes.append(
+            f"the cut at k = {k} is not much clearer than at k = {runner}: both are plausible"
+        )
     return ReferenceChoice(k, k_signal, floor, drop, z, tuple(notes))
