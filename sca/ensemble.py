@@ -31,22 +31,33 @@ NMF_MAX_ITER = 500
 #: Above this many elements a k-means run fits its centres on this many rows,
 #: drawn from the run's seed, and labels every element by its nearest centre.
 KMEANS_SUBSAMPLE = 10_000
-#: k of the default ensemble's k-means runs: 2 ... 10 (at most n / 2).
-DEFAULT_ENSEMBLE_KS = range(2, 11)
-#: Runs of the default ensemble per k.
-DEFAULT_ENSEMBLE_RUNS = 10
+#: The default ensemble's k-means levels reach about sqrt(n) (Fred & Jain), within these bounds.
+DEFAULT_ENSEMBLE_MAX_K = (10, 40)
+#: Runs of the default ensemble per level.
+DEFAULT_ENSEMBLE_RUNS = 4
 
 
 def default_ensemble(n: int) -> list[dict]:
-    """The ensemble used on raw data when none is given: k-means at k = 2 ... 10.
+    """The ensemble used on raw data when none is given: k-means at k = 2 ... about sqrt(n).
 
-    Ten runs at each k from 2 to 10, and at most n / 2 (runs into singletons
-    say nothing): a "Combined" ensemble over several k (Sec. 5), whose
-    consensus holds together what stays together across levels of detail.
-    k-means, not NMF, so that data of any sign is accepted.
+    Four runs at each k from 2 to ``ceil(sqrt(n))``, bounded to
+    [10, 40] and to n / 2 (runs into singletons say nothing): a "Combined"
+    ensemble over several k (Sec. 5), whose consensus holds together what
+    stays together across levels of detail.  Levels up to about sqrt(n), as
+    in Fred & Jain's evidence accumulation, let many groups show (20 groups
+    cannot show in runs that cut at most 10); the coarse levels let few
+    groups show.  k-means, not NMF, so that data of any sign is accepted,
+    and so that reference data run through the same ensemble give the null
+    of :mod:`sca.reference`.
+
+    Examples
+    --------
+    >>> [(spec["k"][0], spec["k"][-1], spec["runs"]) for spec in default_ensemble(400)]
+    [(2, 20, 4)]
     """
-    ks = [k for k in DEFAULT_ENSEMBLE_KS if k <= max(2, n // 2)]
-    return [{"algorithm": "kmeans", "k": ks, "runs": DEFAULT_ENSEMBLE_RUNS}]
+    low, high = DEFAULT_ENSEMBLE_MAX_K
+    top = min(int(np.clip(np.ceil(np.sqrt(n)), low, high)), max(2, n // 2))
+    return [{"algorithm": "kmeans", "k": list(range(2, top + 1)), "runs": DEFAULT_ENSEMBLE_RUNS}]
 
 
 def _items(spec) -> list[tuple[str, list[int], int]]:
