@@ -16,6 +16,19 @@ in a process of its own (wall time with imports, and its peak RSS).
     python scripts/benchmark.py                      # n = 1e3, 1e4, 1e5, 1e6
     python scripts/benchmark.py --sizes 1000 10000 --repeats 3
     python scripts/benchmark.py --sizes 10000000 --markdown   # README table rows
+
+Raw-data rows (``--raw``): the whole default job on raw data,
+``sca.StochasticClustering(random_state=0).fit(X)``, on ``make_blobs`` data
+(5 clusters) of n x d = 1,000 x 20, 10,000 x 50 and 100,000 x 50, beside a
+peer measured in the same process: scikit-learn's ``KMeans`` run once per run
+of the default ensemble (``sca.ensemble.default_ensemble(n)``, read when the
+benchmark runs), at the same k, one thread per run, one run after the other.
+The two alternate, repeat by repeat; medians of wall and CPU seconds (CPU of
+every thread of the process) are printed with the ratio sca / peer and the
+target of each size.
+
+    python scripts/benchmark.py --raw
+    python scripts/benchmark.py --raw --raw-sizes 1000x20 10000x50 --repeats 5
 """
 
 from __future__ import annotations
@@ -36,6 +49,12 @@ from shared import PEER_MAX_N, spectral_clustering
 
 #: Above this n the second (tracemalloc) pass and the k rule's separate timing are skipped.
 TRACED_MAX_N = 1_000_000
+#: Raw-data sizes (n, d) of ``--raw``.
+RAW_SIZES = ("1000x20", "10000x50", "100000x50")
+#: Clusters of the raw-data blobs.
+RAW_CENTERS = 5
+#: Wall seconds the whole default job should take at each n of ``--raw``.
+RAW_TARGETS = {1_000: 2.0, 10_000: 10.0, 100_000: 90.0}
 
 
 def _peak_rss_gib() -> float:
@@ -261,6 +280,134 @@ def text_row(row: dict) -> str:
     )
 
 
+def _raw_size(text: str) -> tuple[int, int]:
+    """``"10000x50"`` as ``(10000, 50)``."""
+    try:
+        n, d = (int(part) for part in text.lower().split("x"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected N x D as 10000x50, got {text!r}") from None
+    return n, d
+
+
+def _timed(fn) -> dict:
+    t, c = time.perf_counter(), time.process_time()
+    out = fn()
+    return {"wall": time.perf_counter() - t, "cpu": time.process_time() - c, "out": out}
+
+
+def raw_peer(X: np.ndarray, seed: int) -> int:
+    """scikit-learn's KMeans once per run of the default ensemble, at the run's k,
+    one BLAS/OpenMP thread, one run after the other; returns the number of runs."""
+    from sklearn.cluster import KMeans
+    from threadpoolctl import threadpool_limits
+
+    import sca.ensemble
+
+    plan = sca.ensemble.ensemble_plan(sca.ensemble.default_ensemble(X.shape[0]), seed)
+    with threadpool_limits(limits=1):
+        for run in plan:
+            KMeans(n_clusters=run["k"], n_init=1, random_state=run["seed"]).fit(X)
+    return len(plan)
+
+
+def raw_one(n: int, d: int, repeats: int, seed: int) -> dict:
+    """The default job and its peer on ``make_blobs`` data, alternately."""
+    from sklearn.datasets import make_blobs
+    from sklearn.metrics import adjusted_rand_score
+
+    import sca
+
+    X, truth = make_blobs(n_samples=n, n_features=d, centers=RAW_CENTERS, random_state=seed)
+    small = X[:: max(1, n // 300)]  # warm-up: imports, thread pools, compiled kernels
+    sca.StochasticClustering(random_state=0).fit(small)
+    raw_peer(small, seed)
+    rows = []
+    for _ in range(repeats):
+        fit = _timed(lambda: sca.StochasticClustering(random_state=0).fit(X))
+        peer = _timed(lambda: raw_peer(X, seed))
+        rows.append(
+            {
+                "sca_wall": fit["wall"],
+                "sca_cpu": fit["cpu"],
+                "peer_wall": peer["wall"],
+                "peer_cpu": peer["cpu"],
+                "runs": peer["out"],
+                "k": int(fit["out"].n_clusters_),
+                "ari": float(adjusted_rand_score(truth, fit["out"].labels_)),
+            }
+        )
+    med = {key: statistics.median(r[key] for r in rows) for key in rows[0]}
+    target = RAW_TARGETS.get(n)
+    return {
+        "n": n,
+        "d": d,
+        "repeats": repeats,
+        "runs": rows[0]["runs"],
+        **{key: round(med[key], 3) for key in ("sca_wall", "sca_cpu", "peer_wall", "peer_cpu")},
+        "ratio": round(med["sca_wall"] / med["peer_wall"], 3),
+        "k": med["k"],
+        "ari": round(med["ari"], 4),
+        "target": target,
+        "met": None if target is None else med["sca_wall"] < target,
+    }
+
+
+RAW_HEADER = (
+    "| n x d | runs | sca wall s | sca CPU s | peer wall s | peer CPU s | ratio | k | ARI "
+    "| target s | met |\n"
+    "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | :--- |"
+)
+
+
+def raw_row(row: dict) -> str:
+    met = "—" if row["met"] is None else ("met" if row["met"] else "not met")
+    cells = [
+        f"{row['n']:,} x {row['d']}",
+        str(row["runs"]),
+        _fmt(row["sca_wall"], ".2f"),
+        _fmt(row["sca_cpu"], ".2f"),
+        _fmt(row["peer_wall"], ".2f"),
+        _fmt(row["peer_cpu"], ".2f"),
+        _fmt(row["ratio"], ".2f"),
+        _fmt(row["k"], ".0f"),
+        _fmt(row["ari"], ".3f"),
+        _fmt(row["target"], ".0f"),
+        met,
+    ]
+    return "| " + " | ".join(cells) + " |"
+
+
+def raw_main(args) -> int:
+    """``--raw``: each size in a process of its own, its repeats alternating."""
+    import os
+
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    print(
+        f"raw data: make_blobs, {RAW_CENTERS} clusters; sca = StochasticClustering"
+        f"(random_state=0).fit(X), the default job; peer = KMeans(n_init=1) once per run of"
+        f" the default ensemble, one thread, sequential; {cores} core(s); median of"
+        f" {args.repeats} alternating repeat(s)",
+        flush=True,
+    )
+    rows = []
+    for n, d in args.raw_sizes:
+        cmd = [sys.executable, __file__, "--raw-one", f"{n}x{d}", "--repeats", str(args.repeats)]
+        cmd += ["--seed", str(args.seed)]
+        proc = subprocess.run(cmd, capture_output=True, text=True, check=True)
+        rows.append(json.loads(proc.stdout.strip().splitlines()[-1]))
+        print(json.dumps(rows[-1]), flush=True)
+    print()
+    print(RAW_HEADER)
+    for row in rows:
+        print(raw_row(row))
+    print(
+        "sca = the whole default job (ensemble, consensus, balancing, spectrum, iteration);"
+        " CPU = every thread of the process; ratio = sca wall / peer wall; target = wall"
+        " seconds of the whole default job"
+    )
+    return 0
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[10**3, 10**4, 10**5, 10**6])
@@ -272,9 +419,26 @@ def main(argv=None) -> int:
     parser.add_argument(
         "--markdown", action="store_true", help="print the rows of the README's benchmark table"
     )
+    parser.add_argument(
+        "--raw", action="store_true", help="only the raw-data rows: the default job and its peer"
+    )
+    parser.add_argument(
+        "--raw-sizes",
+        type=_raw_size,
+        nargs="+",
+        default=[_raw_size(size) for size in RAW_SIZES],
+        metavar="NxD",
+        help="sizes of the raw-data rows (default: %(default)s)",
+    )
+    parser.add_argument("--raw-one", type=_raw_size, help=argparse.SUPPRESS)
     parser.add_argument("--one", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--seed", type=int, default=0, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.raw_one:
+        print(json.dumps(raw_one(*args.raw_one, args.repeats, args.seed)))
+        return 0
+    if args.raw:
+        return raw_main(args)
     if args.one:
         print(
             json.dumps(
