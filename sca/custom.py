@@ -66,7 +66,8 @@ def custom_cluster(
     element : int
         Index of the target element.
     k : int
-        Clusters per split (the SCA's k).
+        Clusters per split (the SCA's k); k = 1 (no cluster structure found)
+        splits in two, since one cluster would always hold every element.
     min_size, max_size : int
         Bounds on the size of the target's cluster (inclusive).
     max_iterations : int
@@ -101,6 +102,7 @@ def custom_cluster(
     )
     if k > n:
         raise SCAError(f"k must be at most n = {n}, got {k}", "k")
+    k = max(k, 2)
     x0 = np.zeros((n, 1))
     x0[element, 0] = 1.0
     seen = {}

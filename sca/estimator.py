@@ -82,10 +82,10 @@ class StochasticClustering(ClusterMixin, BaseEstimator):
     n_clusters : int, default=None
         The number of clusters, 1 <= n_clusters <= n.  None: chosen from the
         spectrum by ``rule`` (k = 1, "no cluster structure", is a possible
-        answer).  The core's option ``k``.  On raw data the null reference
-        of ``"noise"`` permutes each run's labels and keeps no geometry, so
-        k-means runs on data without groups can still show "structure":
-        give n_clusters when it is known.
+        answer).  The core's option ``k``.  On raw data clustered by
+        k-means, ``"noise"`` compares P's spectrum with that of reference
+        data without clusters run through the same ensemble
+        (:mod:`sca.reference`); ``notes_`` says why k was chosen.
     affinity : {"ensemble", "snn", "labels", "precomputed"}, default="ensemble"
         What X is.
 

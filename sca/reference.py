@@ -117,8 +117,9 @@ def eigenvalues_of(labels, count: int) -> np.ndarray:
     return np.concatenate([values, np.zeros(count - values.size)])
 
 
-def reference_spectra(X, ensemble, seed: int = 0, draws: int = DRAWS) -> np.ndarray:
-    """Eigenvalues of P for ``draws`` reference data sets run through ``ensemble``.
+def reference_spectra(X, ensemble, seed: int = 0, draws: int | None = None) -> np.ndarray:
+    """Eigenvalues of P for ``draws`` (default :data:`DRAWS`) reference data sets
+    run through ``ensemble``.
 
     Each reference has the rows of X (at most :data:`MAX_REFERENCE_N`, drawn
     at random) and :func:`reference_count` eigenvalues are read.
@@ -133,7 +134,7 @@ def reference_spectra(X, ensemble, seed: int = 0, draws: int = DRAWS) -> np.ndar
     if X.shape[0] > MAX_REFERENCE_N:
         X = X[rng.choice(X.shape[0], MAX_REFERENCE_N, replace=False)]
     count = reference_count(ensemble, X.shape[0])
-    seeds = rng.integers(0, 2**32 - 1, size=draws)
+    seeds = rng.integers(0, 2**32 - 1, size=DRAWS if draws is None else draws)
     # one BLAS thread: small dense eigenproblems, on a machine whose cores the
     # ensemble's runs already fill (two threads were a hundred times slower)
     with threadpools().limit(limits=1, user_api="blas"):
