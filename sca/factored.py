@@ -214,7 +214,11 @@ class FactoredOperator(ConsensusOperator):
         return self.n_clusters <= GRAM_MAX_K
 
     def eigenvalues(self, k_hat=None, few=False):
-        # the Gram matrix pays only while K < n (raw data's ensembles at sqrt(n) levels: K > n)
+        # the Gram matrix pays only while K < n; raw data's ensembles at sqrt(n) levels have
+        # K > n, and a few eigenvalues are then cheaper by Lanczos than P formed densely
+        if self.n_clusters > self.n and k_hat is not None and int(k_hat) < self.n - 1:
+            values = self._top_eigenvalues(int(k_hat), 1e-4 if few else 1e-10)
+            return np.sort(values)[::-1][: int(k_hat)]
         if not self.gram_cheap or self.n_clusters > self.n:
             return super().eigenvalues(k_hat, few)
         K = self.n_clusters

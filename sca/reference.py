@@ -68,6 +68,8 @@ TINY = 1e-3
 #: Reference data sets have at most this many rows: P's spectrum depends on the
 #: shape of the data and on the ensemble, hardly on n once n is large.
 MAX_REFERENCE_N = 4000
+#: A reference is balanced to this tolerance (its eigenvalues move by about as much).
+BALANCE_TOL = 1e-6
 #: Eigenvalues compared past the ensemble's largest k.
 EXTRA = 6
 
@@ -109,8 +111,8 @@ def reference_data(X, rng: np.random.Generator) -> np.ndarray:
 def eigenvalues_of(labels, count: int) -> np.ndarray:
     """The ``count`` largest eigenvalues of P = D S D for label runs (zero-padded)."""
     S = membership_operator(labels)
-    try:
-        P = balance(S).P
+    try:  # roughly, as a null draw is balanced (sca.null): the rule reads log-gaps
+        P = balance(S, tol=BALANCE_TOL, find_components=False).P
     except BalancingError as exc:  # a rough P still has the spectrum's shape
         P = exc.partial.P
     values = P.eigenvalues(min(count, P.n), few=True)[:count]
