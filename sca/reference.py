@@ -25,7 +25,7 @@ inside j groups, Sec. 3):
    first that is not: ``k_signal``.  None (``k_signal = 1``): no cluster
    structure, k = 1 -- unless the spectrum falls off a cliff further on
    (step 2's drop above :data:`CLIFF_Z` of the references' standard
-   deviations, from an eigenvalue above theirs): many groups of similar
+   deviations, after eigenvalues well above theirs): many groups of similar
    size, which runs at the coarse levels lump together in ever different
    ways, can hold λ2 down to a reference's while λ3 ... λk stand far above.
 2. Among k = 2 ... k_signal (and k_signal + 1 when λ_(k_signal+1) is above
@@ -59,6 +59,11 @@ MARGIN_Z = 2.0
 MIN_SD = 0.01
 #: A drop this many of the references' standard deviations is structure even with λ2 low.
 CLIFF_Z = 10.0
+#: ... and only when λ2 ... λk stand this far above the references on average (log
+#: scale: half as high again), not a little above them all the way down, as a uniform
+#: hypercube's do (k-means cuts its 2^d corners alike in every run, where Gaussian
+#: references have no corners).
+CLIFF_EXCESS = float(np.log(1.5))
 #: The least standard deviation of the references' drops (log scale).
 MIN_DROP_SD = 0.05
 #: A second cut with this share of the chosen cut's drop is reported as plausible too.
@@ -198,7 +203,8 @@ def reference_k(eigenvalues, references) -> ReferenceChoice:
     z_drops[0] = -np.inf  # the drop after λ1 = 1 is step 1's question
     if k_signal == 1:
         cliff = int(np.argmax(z_drops))
-        if z_drops[cliff] <= CLIFF_Z or excess[cliff] <= 0:
+        held = float(np.mean(excess[1 : cliff + 1])) if cliff else 0.0
+        if z_drops[cliff] <= CLIFF_Z or held < CLIFF_EXCESS:
             note = (
                 f"no cluster structure: λ2 = {np.exp(data[1]):.3f} is within what the same "
                 f"ensemble gives on {refs.shape[0]} reference data sets with the data's spread "

@@ -30,6 +30,8 @@ def _blobs(sizes, d, seed, spread=12.0):
 
 NO_STRUCTURE = {
     "uniform 2-D": lambda rng: rng.uniform(size=(300, 2)),
+    # k-means cuts a uniform cube's 2^5 corners alike in every run: no groups all the same
+    "uniform 5-D cube": lambda rng: rng.uniform(size=(10_000, 5)),
     "Gaussian 10-D": lambda rng: rng.standard_normal((300, 10)),
     "Gaussian 100 x 500": lambda rng: rng.standard_normal((100, 500)),
 }
