@@ -32,6 +32,20 @@ BASEBALL_CSV = DATA / "baseball" / "S.csv"
 _BASEBALL = BASEBALL_CSV.read_text().split()
 BASEBALL_IDS = _BASEBALL[0].split(",")
 BASEBALL_S = [[int(v) for v in row.split(",")] for row in _BASEBALL[1:]]
+#: Raw data: two obvious groups in columns of very different units (tenths and tens),
+#: the README's raw-data example.
+TWO_GROUPS = [
+    [0.10, 10],
+    [0.20, 12],
+    [0.15, 11],
+    [0.12, 13],
+    [0.18, 9],
+    [0.90, 95],
+    [0.95, 99],
+    [0.92, 97],
+    [0.88, 101],
+    [0.91, 96],
+]
 #: A job body of the baseball example, with the players as ids.
 BASEBALL_BODY = {"consensus": BASEBALL_S, "ids": BASEBALL_IDS}
 #: The paper's printed figures (data/baseball/paper.json).

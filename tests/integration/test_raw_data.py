@@ -8,21 +8,7 @@ import numpy as np
 import requests
 
 from sca.ensemble import default_ensemble, ensemble_size
-from tests.conftest import http_get, wait_for
-
-#: Two obvious groups in columns of very different units.
-TWO_GROUPS = [
-    [0.10, 10],
-    [0.20, 12],
-    [0.15, 11],
-    [0.12, 13],
-    [0.18, 9],
-    [0.90, 95],
-    [0.95, 99],
-    [0.92, 97],
-    [0.88, 101],
-    [0.91, 96],
-]
+from tests.conftest import TWO_GROUPS, http_get, wait_for
 
 
 def _run(api: str, body: dict) -> dict:

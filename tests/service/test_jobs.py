@@ -17,6 +17,7 @@ from tests.conftest import (
     BASEBALL_S,
     BASEBALL_TEAMS,
     DATA,
+    TWO_GROUPS,
     npy,
     wait_for,
 )
@@ -224,21 +225,6 @@ def test_bad_k_rule_options(client, options, field):
     assert response.status_code == 422
     assert response.content_type == "application/problem+json"
     assert field in response.get_json()["errors"]
-
-
-#: Two obvious groups in columns of very different units (tenths and tens).
-TWO_GROUPS = [
-    [0.10, 10],
-    [0.20, 12],
-    [0.15, 11],
-    [0.12, 13],
-    [0.18, 9],
-    [0.90, 95],
-    [0.95, 99],
-    [0.92, 97],
-    [0.88, 101],
-    [0.91, 96],
-]
 
 
 def _store(client):
