@@ -60,7 +60,7 @@ def default_ensemble(n: int) -> list[dict]:
     return [{"algorithm": "kmeans", "k": list(range(2, top + 1)), "runs": DEFAULT_ENSEMBLE_RUNS}]
 
 
-def _items(spec) -> list[tuple[str, list[int], int]]:
+def ensemble_items(spec) -> list[tuple[str, list[int], int]]:
     """The spec's items as ``(algorithm, ks, runs)``, validated."""
     if isinstance(spec, dict):
         spec = [spec]
@@ -99,17 +99,23 @@ def _items(spec) -> list[tuple[str, list[int], int]]:
     return items
 
 
+def needs_nonnegative(spec) -> bool:
+    """Whether the spec has NMF runs, which need nonnegative data (so its
+    columns may be divided, not centred: :func:`sca.inputs.fit_scaling`)."""
+    return any(algorithm == "nmf" for algorithm, _, _ in ensemble_items(spec))
+
+
 def ensemble_size(spec) -> int:
     """The number of runs ``spec`` asks for, counted without expanding it
     (a spec of a few bytes can ask for billions)."""
-    return sum(len(ks) * count for _, ks, count in _items(spec))
+    return sum(len(ks) * count for _, ks, count in ensemble_items(spec))
 
 
 def ensemble_plan(spec, seed: int = 0) -> list[dict]:
     """Expand an ensemble spec into run descriptors ``{"algorithm", "k", "seed"}``."""
     runs = [
         {"algorithm": algorithm, "k": k}
-        for algorithm, ks, count in _items(spec)
+        for algorithm, ks, count in ensemble_items(spec)
         for k in ks
         for _ in range(count)
     ]

@@ -26,10 +26,9 @@ from .clustering import DEFAULT_MAX_ITERATIONS, DEFAULT_STABLE, DEFAULT_STARTS
 from .diagnostics import confidence
 from .ensemble import ensemble_predict
 from .errors import SCAError
-from .inputs import column_scaler
 from .iteration import check_iteration_options
 from .newrows import label_rows, neighbour_rows, run_columns
-from .options import OPTIONS
+from .options import OPTIONS, check
 from .pipeline import build_operator, run_stages
 from .placement import predict as place_rows
 from .spectral import DEFAULT_RULE, check_spectrum_options
@@ -286,7 +285,7 @@ class StochasticClustering(ClusterMixin, BaseEstimator):
         }
         with _as_parameters():
             self._check_options(n, options)
-            column_scaler(self.scale)  # refused before any work, whatever the affinity
+            check("scale", self.scale)  # refused before any work, whatever the affinity
             S, raw, placement = self._operator(X, seed)
             balanced, spec, result, _ = run_stages(S, options, raw=raw)
         labels = result.labels.astype(np.int64)

@@ -90,23 +90,19 @@ class Scaling:
         return cls(np.asarray(arrays["centre"], dtype=float), np.asarray(arrays["spread"], float))
 
 
-def fit_scaling(X, how: str = "standard", ensemble=None) -> Scaling:
+def fit_scaling(X, how: str = "standard", centre: bool = True) -> Scaling:
     """The ``scale`` option (:func:`column_scaler`) fitted on checked raw data X.
 
-    With NMF in the ``ensemble`` spec the columns are divided but not
-    centred: NMF needs nonnegative data, and k-means, the other algorithm, is
-    blind to a shift.
+    ``centre=False`` divides the columns without centring them: for NMF
+    runs, which need nonnegative data (:func:`sca.ensemble.needs_nonnegative`);
+    k-means, the other algorithm, is blind to a shift.
     """
-    items = [ensemble] if isinstance(ensemble, dict) else (ensemble or ())
-    nmf = any(isinstance(item, dict) and item.get("algorithm") == "nmf" for item in items)
-    scaler = column_scaler(how, centre=not nmf).fit(X)
     m = X.shape[1]
-    centre = getattr(scaler, "mean_", None) if how == "standard" and not nmf else None
-    spread = getattr(scaler, "scale_", None) if how == "standard" else None
-    return Scaling(
-        np.zeros(m) if centre is None else np.asarray(centre, dtype=float),
-        np.ones(m) if spread is None else np.asarray(spread, dtype=float),
-    )
+    if how == "none":
+        column_scaler(how)  # the check of the option's value
+        return Scaling(np.zeros(m), np.ones(m))
+    scaler = column_scaler(how, centre=centre).fit(X)
+    return Scaling(scaler.mean_ if centre else np.zeros(m), np.asarray(scaler.scale_, dtype=float))
 
 
 def check_consensus(S, field: str = "consensus"):

@@ -21,7 +21,7 @@ from .balance import balance
 from .clustering import iterate, iterate_best
 from .custom import custom_cluster, neighbours
 from .diagnostics import confidence, uncoupling_measure
-from .ensemble import default_ensemble, ensemble_fit, ensemble_labels
+from .ensemble import default_ensemble, ensemble_fit, ensemble_labels, needs_nonnegative
 from .errors import SCAError
 from .inputs import (
     Scaling,
@@ -157,7 +157,7 @@ def build_operator(
             S = snn_operator(scaled, kappa, metric)  # type: ignore[arg-type]  # checked there
             return S, RawData(X, scaled, scaling, source)
     with timed(timings, "ensemble"):
-        scaling = fit_scaling(X, source["scale"], source["ensemble"])
+        scaling = fit_scaling(X, source["scale"], not needs_nonnegative(source["ensemble"]))
         scaled = scaling.transform(X)
         report = (
             None if progress is None else (lambda done, total: progress("ensemble", done / total))

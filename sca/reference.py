@@ -45,7 +45,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .balance import balance
-from .ensemble import ensemble_labels
+from .ensemble import ensemble_items, ensemble_labels
 from .errors import BalancingError
 from .inputs import membership_operator
 from .kernels import threadpools
@@ -82,15 +82,12 @@ EXTRA = 6
 def reference_applies(ensemble) -> bool:
     """Whether reference data can run through ``ensemble``: k-means runs only
     (NMF needs nonnegative data, which a Gaussian reference is not)."""
-    items = [ensemble] if isinstance(ensemble, dict) else list(ensemble)
-    return all(isinstance(item, dict) and item.get("algorithm") == "kmeans" for item in items)
+    return all(algorithm == "kmeans" for algorithm, _, _ in ensemble_items(ensemble))
 
 
 def reference_count(ensemble, n: int) -> int:
     """How many eigenvalues to compare: past the ensemble's largest k, at most n."""
-    items = [ensemble] if isinstance(ensemble, dict) else list(ensemble)
-    ks = [k for item in items for k in np.atleast_1d(item["k"])]
-    return int(min(n, max(ks) + EXTRA))
+    return int(min(n, max(max(ks) for _, ks, _ in ensemble_items(ensemble)) + EXTRA))
 
 
 def reference_data(X, rng: np.random.Generator) -> np.ndarray:

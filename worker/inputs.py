@@ -24,7 +24,7 @@ import numpy as np
 import scipy.sparse as sp
 
 import sca
-from sca.ensemble import check_ensemble_data
+from sca.ensemble import check_ensemble_data, needs_nonnegative
 from sca.inputs import Scaling, check_consensus, check_labels, check_snn, fit_scaling
 
 #: The scale of a record written before the option existed: data as given.
@@ -88,7 +88,9 @@ def validate(kind: str, arrays: Mapping[str, np.ndarray], source: Mapping) -> tu
 
 def scaling(X: np.ndarray, source: Mapping) -> Scaling:
     """The ``scale`` of a data job's ``source`` fitted on its data X."""
-    return fit_scaling(X, source.get("scale", LEGACY_SCALE), source.get("ensemble"))
+    spec = source.get("ensemble")
+    centre = spec is None or not needs_nonnegative(spec)
+    return fit_scaling(X, source.get("scale", LEGACY_SCALE), centre)
 
 
 def build_operator(
