@@ -357,9 +357,7 @@ class StochasticClustering(ClusterMixin, BaseEstimator):
             )
             index = NearestNeighbors(metric=self.metric).fit(raw.scaled)
             return S, raw, {"neighbours": index, "kappa": kappa}
-        S, raw = build_operator(
-            data=X, ensemble=self.ensemble, seed=seed, scale=self.scale, keep_models=True
-        )
+        S, raw = build_operator(data=X, ensemble=self.ensemble, seed=seed, scale=self.scale)
         fitted = raw.fitted
         columns, column_groups = run_columns(fitted["labels"])
         return (

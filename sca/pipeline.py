@@ -21,7 +21,7 @@ from .balance import balance
 from .clustering import iterate, iterate_best
 from .custom import custom_cluster, neighbours
 from .diagnostics import confidence, uncoupling_measure
-from .ensemble import default_ensemble, ensemble_fit, ensemble_labels, needs_nonnegative
+from .ensemble import default_ensemble, ensemble_fit, needs_nonnegative
 from .errors import SCAError
 from .inputs import (
     Scaling,
@@ -98,8 +98,8 @@ class RawData:
 
     ``X`` as given, ``scaled`` as the ensemble or the SNN read it
     (``scaling``, the ``scale`` option fitted on X), ``source`` what clusters
-    it (:func:`data_source`), and ``fitted`` the ensemble's models
-    (:func:`sca.ensemble.ensemble_fit`) when kept, for new rows.
+    it (:func:`data_source`), and ``fitted`` the ensemble's labels and models
+    (:func:`sca.ensemble.ensemble_fit`; None with the SNN), for new rows.
     """
 
     X: np.ndarray
@@ -119,15 +119,14 @@ def build_operator(
     timings: dict | None = None,
     progress=None,
     scale: str | None = None,
-    keep_models: bool = False,
 ):
     """Reach the consensus operator from exactly one input.
 
     Raw data without ``ensemble`` or ``snn`` is clustered by
     :func:`sca.ensemble.default_ensemble`, after its columns are scaled by
     ``scale`` (the option's default when None; :func:`sca.inputs.fit_scaling`).
-    Returns ``(operator, raw)``: raw is a :class:`RawData` for raw data, else
-    None; ``keep_models`` keeps the ensemble's models in it.
+    Returns ``(operator, raw)``: raw is a :class:`RawData` for raw data (with
+    the ensemble's models, a few centres a run, for new rows), else None.
     """
     timings = {} if timings is None else timings
     registry.one_input(
@@ -162,14 +161,9 @@ def build_operator(
         report = (
             None if progress is None else (lambda done, total: progress("ensemble", done / total))
         )
-        fitted = (
-            ensemble_fit(scaled, source["ensemble"], seed, progress=report)
-            if keep_models
-            else {"labels": ensemble_labels(scaled, source["ensemble"], seed, progress=report)}
-        )
+        fitted = ensemble_fit(scaled, source["ensemble"], seed, progress=report)
     with timed(timings, "consensus"):
-        S = membership_operator(fitted["labels"])
-        return S, RawData(X, scaled, scaling, source, fitted if keep_models else None)
+        return membership_operator(fitted["labels"]), RawData(X, scaled, scaling, source, fitted)
 
 
 def null_reference(raw: RawData | None, options: dict) -> np.ndarray | None:
