@@ -48,7 +48,7 @@ from .balance import balance
 from .ensemble import ensemble_items, ensemble_labels
 from .errors import BalancingError
 from .inputs import membership_operator
-from .kernels import threadpools
+from .kernels import single_threaded
 
 #: Reference data sets run through the ensemble.
 DRAWS = 4
@@ -139,19 +139,15 @@ def reference_spectra(X, ensemble, seed: int = 0, draws: int | None = None) -> n
         X = X[rng.choice(X.shape[0], MAX_REFERENCE_N, replace=False)]
     count = reference_count(ensemble, X.shape[0])
     seeds = rng.integers(0, 2**32 - 1, size=DRAWS if draws is None else draws)
-    # one BLAS thread: small dense eigenproblems, on a machine whose cores the
-    # ensemble's runs already fill (two threads were a hundred times slower)
-    with threadpools().limit(limits=1, user_api="blas"):
-        return _spectra(X, ensemble, rng, seeds, count)
-
-
-def _spectra(X, ensemble, rng, seeds, count) -> np.ndarray:
-    return np.array(
-        [
-            eigenvalues_of(ensemble_labels(reference_data(X, rng), ensemble, int(s)), count)
-            for s in seeds
-        ]
-    )
+    # one BLAS thread, as for the ensemble's runs: small eigenproblems on cores the
+    # runs already fill (two BLAS threads on a loaded machine were a hundred times slower)
+    with single_threaded():
+        return np.array(
+            [
+                eigenvalues_of(ensemble_labels(reference_data(X, rng), ensemble, int(s)), count)
+                for s in seeds
+            ]
+        )
 
 
 @dataclass(frozen=True)

@@ -45,7 +45,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .errors import SCAError
-from .kernels import one_blas_thread, threadpools
+from .kernels import one_blas_thread, single_threaded
 from .null import ZERO, NoiseFloor, noise_floor
 from .operators import ConsensusOperator
 from .options import OPTIONS, RULES, validate  # noqa: F401 - RULES re-exported
@@ -232,7 +232,7 @@ def _against_reference(P, reference, k, k_hat, min_k, max_k) -> SpectrumResult:
     """The ``"noise"`` rule with reference data as the null (:mod:`sca.reference`)."""
     count = max(reference.shape[1], k_hat or 0, (k or 0) + 1)
     # a partial spectrum to the references' tolerance: the rule reads log-gaps, not digits
-    with threadpools().limit(limits=1, user_api="blas"):  # as for the references
+    with single_threaded():  # as for the references
         values = P.eigenvalues(min(count, P.n), few=count < P.n - 1)
     values = values[: max(2, min(values.size, count, int(np.sum(values > ZERO)) + 1))]
     choice = reference_k(values, reference)
