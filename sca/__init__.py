@@ -31,7 +31,14 @@ _EXPORTS = {
     "errors": ("BalancingError", "DeadlineExceeded", "IterationError", "SCAError"),
     "inputs": ("consensus_operator", "membership_matrix", "membership_operator", "snn_operator"),
     "iteration": ("IterationResult", "gap_split"),
-    "newrows": ("consensus_rows", "label_rows", "neighbour_rows", "run_columns"),
+    "newrows": (
+        "consensus_rows",
+        "ensemble_rows",
+        "ensemble_state",
+        "label_rows",
+        "neighbour_rows",
+        "run_columns",
+    ),
     "operators": (
         "ConsensusOperator",
         "DenseOperator",

@@ -291,6 +291,12 @@ def ensemble_labels(X, spec, seed: int = 0, progress=None, n_jobs: int | None = 
     return labels
 
 
+def stacked_models(models) -> tuple[np.ndarray, np.ndarray]:
+    """The runs' models stacked, and ``groups``: run j owns rows ``groups[j]:groups[j+1]``."""
+    models = list(models)
+    return np.concatenate(models), np.concatenate([[0], np.cumsum([m.shape[0] for m in models])])
+
+
 def ensemble_fit(X, spec, seed: int = 0, progress=None, n_jobs: int | None = None) -> dict:
     """:func:`ensemble_labels` keeping what each run learned, for new rows later.
 
@@ -302,7 +308,6 @@ def ensemble_fit(X, spec, seed: int = 0, progress=None, n_jobs: int | None = Non
     fitted = _fit_runs(X, plan, n_jobs, progress)
     return {
         "labels": np.column_stack([labels for labels, _ in fitted]),
-        "models": np.concatenate([model for _, model in fitted]),
-        "groups": np.concatenate([[0], np.cumsum([m.shape[0] for _, m in fitted])]),
+        **dict(zip(("models", "groups"), stacked_models([model for _, model in fitted]))),
         "algorithms": np.array([run["algorithm"] for run in plan]),
     }

@@ -24,10 +24,9 @@ from sklearn.utils.validation import check_is_fitted
 
 from .clustering import DEFAULT_MAX_ITERATIONS, DEFAULT_STABLE, DEFAULT_STARTS
 from .diagnostics import confidence
-from .ensemble import ensemble_predict
 from .errors import SCAError
 from .iteration import check_iteration_options
-from .newrows import label_rows, neighbour_rows, run_columns
+from .newrows import ensemble_rows, ensemble_state, neighbour_rows
 from .options import OPTIONS, check
 from .pipeline import build_operator, run_stages
 from .placement import predict as place_rows
@@ -359,18 +358,10 @@ class StochasticClustering(ClusterMixin, BaseEstimator):
             return S, raw, {"neighbours": index, "kappa": kappa}
         S, raw = build_operator(data=X, ensemble=self.ensemble, seed=seed, scale=self.scale)
         fitted = raw.fitted
-        columns, column_groups = run_columns(fitted["labels"])
-        return (
-            S,
-            raw,
-            {
-                "models": fitted["models"],
-                "groups": fitted["groups"],
-                "algorithms": fitted["algorithms"],
-                "columns": columns,
-                "column_groups": column_groups,
-            },
+        state = ensemble_state(
+            fitted["labels"], fitted["models"], fitted["groups"], fitted["algorithms"]
         )
+        return S, raw, state
 
     def _predicts(self) -> bool:
         if self.affinity not in RAW_DATA:
@@ -413,8 +404,7 @@ class StochasticClustering(ClusterMixin, BaseEstimator):
         if self.affinity == "snn":
             rows, selfs = neighbour_rows(state["neighbours"], P.H, X, state["kappa"])
         else:
-            runs = ensemble_predict(state["models"], state["groups"], state["algorithms"], X)
-            rows, selfs = label_rows(P.H, state["columns"], state["column_groups"], runs)
+            rows, selfs = ensemble_rows(P.H, state, X)
         clusters, _ = place_rows(P, self.labels_, rows, selfs, typical=self.cluster_confidence_)
         return clusters
 

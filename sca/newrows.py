@@ -23,6 +23,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
+from .ensemble import ensemble_predict
 from .errors import SCAError
 from .labels import label_spans
 
@@ -52,6 +53,30 @@ def run_columns(labels) -> tuple[np.ndarray, np.ndarray]:
         columns.append(used)
         groups.append(groups[-1] + used.size)
     return np.concatenate(columns).astype(np.int64), np.asarray(groups, dtype=np.int64)
+
+
+def ensemble_state(labels, models, groups, algorithms) -> dict[str, np.ndarray]:
+    """What placing new rows of raw data needs of a fitted ensemble: the runs'
+    models stacked (run j owns rows ``groups[j]:groups[j+1]``,
+    :func:`sca.ensemble.stacked_models`), each run's algorithm, and the label
+    each column of H stands for (:func:`run_columns` of the runs' ``labels``)."""
+    columns, column_groups = run_columns(labels)
+    return {
+        "models": np.asarray(models),
+        "groups": np.asarray(groups),
+        "algorithms": np.array([str(algorithm) for algorithm in algorithms]),
+        "columns": columns,
+        "column_groups": column_groups,
+    }
+
+
+def ensemble_rows(A, state, X_new) -> tuple[np.ndarray, np.ndarray]:
+    """New rows of raw data (scaled as the ensemble's data was) as consensus rows:
+    each fitted run labels them (:func:`sca.ensemble.ensemble_predict`), then
+    :func:`label_rows` against the membership matrix ``A`` and the
+    :func:`ensemble_state` ``state``."""
+    runs = ensemble_predict(state["models"], state["groups"], state["algorithms"], X_new)
+    return label_rows(A, state["columns"], state["column_groups"], runs)
 
 
 def check_new_labels(new_labels, runs: int, field: str = "labels") -> np.ndarray:

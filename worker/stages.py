@@ -183,21 +183,10 @@ def ensemble_collect(store: ArtifactStore, record: dict, total: int) -> None:
 
 
 def save_models(store: ArtifactStore, name: str, labels, runs: list) -> None:
-    """The ensemble's models stacked (run j owns rows ``groups[j]:groups[j+1]``), each
-    run's algorithm, and the label each column of H stands for."""
-    models = [run["model"] for run in runs]
-    groups = np.concatenate([[0], np.cumsum([m.shape[0] for m in models])])
-    columns, column_groups = sca.run_columns(labels)
-    store.save_arrays(
-        name,
-        {
-            "models": np.concatenate(models),
-            "groups": groups,
-            "algorithms": np.array([str(run["algorithm"]) for run in runs]),
-            "columns": columns,
-            "column_groups": column_groups,
-        },
-    )
+    """What new elements need of the ensemble (:func:`sca.newrows.ensemble_state`)."""
+    models, groups = sca.ensemble.stacked_models(run["model"] for run in runs)
+    algorithms = [run["algorithm"] for run in runs]
+    store.save_arrays(name, sca.ensemble_state(labels, models, groups, algorithms))
 
 
 def source_operator(store: ArtifactStore, record: dict):

@@ -137,10 +137,7 @@ def _rows_of_data(record: dict, P, values: list):
     if snn:
         kappa = int(record["source"]["snn"]["kappa"])
         return sca.neighbour_rows(_neighbour_index(record), P.H, rows, kappa)
-    models = _models(record)
-    labels = sca.ensemble_predict(models["models"], models["groups"], models["algorithms"], rows)
-    columns, groups = _label_columns(record)
-    return sca.label_rows(P.H, columns, groups, labels)
+    return sca.ensemble_rows(P.H, _models(record), rows)
 
 
 def _rows_of_labels(record: dict, P, values: list):
