@@ -166,20 +166,22 @@ def build_operator(
         return membership_operator(fitted["labels"]), RawData(X, scaled, scaling, source, fitted)
 
 
-def null_reference(raw: RawData | None, options: dict) -> np.ndarray | None:
+def null_reference(source: dict, options: dict, n: int, scaled) -> np.ndarray | None:
     """Eigenvalues of reference data without clusters run through raw data's
     ensemble (:func:`sca.reference.reference_spectra`), the null of the
     ``"noise"`` rule on raw data; None where that null does not apply (another
     rule, k given, the SNN, NMF, fewer than ``MIN_NULL_N`` rows) and the
-    spectral stage falls back on its own rules (:mod:`sca.spectral`)."""
-    if raw is None or options["rule"] != "noise" or options["k"] is not None:
+    spectral stage falls back on its own rules (:mod:`sca.spectral`).
+
+    ``source`` is :func:`data_source`'s, ``n`` the number of rows, and
+    ``scaled()`` gives the rows as the ensemble saw them, read only when the
+    null applies."""
+    spec = source.get("ensemble")
+    if options["rule"] != "noise" or options["k"] is not None or spec is None:
         return None
-    if raw.X.shape[0] < MIN_NULL_N:  # too few rows for any null: see sca.spectral
+    if n < MIN_NULL_N or not reference_applies(spec):  # too few rows: see sca.spectral
         return None
-    spec = raw.source.get("ensemble")
-    if spec is None or not reference_applies(spec):
-        return None
-    return reference_spectra(raw.scaled, spec, options["seed"])
+    return reference_spectra(scaled(), spec, options["seed"])
 
 
 def _options(options: dict | None, n: int | None = None) -> dict:
@@ -217,7 +219,9 @@ def prepare(
             max_k=opts["max_k"],
             rule=opts["rule"],
             seed=opts["seed"],
-            reference=null_reference(raw, opts),
+            reference=None
+            if raw is None
+            else null_reference(raw.source, opts, S.n, lambda: raw.scaled),
         )
     return balanced, spec
 

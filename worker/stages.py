@@ -219,12 +219,11 @@ def spectral(store: ArtifactStore, record: dict) -> None:
     keys = artifact_keys(record)
     P = load_balanced(store, record)
     o = record["options"]
-    reference = None
-    if record["kind"] == "data" and "ensemble" in record["source"]:
-        X = store.load_arrays(keys["input"])["X"]
-        scaling = job_scaling(store, record)
-        raw = sca.pipeline.RawData(X, scaling.transform(X), scaling, record["source"])
-        reference = sca.pipeline.null_reference(raw, o)
+    reference = (
+        sca.pipeline.null_reference(record["source"], o, P.n, lambda: scaled_data(store, record))
+        if record["kind"] == "data"
+        else None
+    )
     found = sca.spectrum(
         P, seed=o["seed"], reference=reference, **{k: o[k] for k in SPECTRAL_OPTIONS}
     )
