@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 import requests
 
+import sca
 from sca.ensemble import default_ensemble, ensemble_size
 from tests.conftest import TWO_GROUPS, http_get, wait_for
 
@@ -48,3 +49,19 @@ def test_data_alone_runs_the_default_ensemble_on_the_workers(api, celery_worker,
     placed = [e["cluster"] for e in response.json()["elements"]]
     assert placed == [labels[0], labels[5]]
     assert np.isfinite([e["confidence"] for e in response.json()["elements"]]).all()
+
+
+def test_the_workers_read_k_against_reference_data(api, celery_worker):
+    """The spectral stage on the workers applies the core's reference null: noise is
+    one cluster, three separated groups are three, each with the same answer as
+    sca.cluster on the same rows."""
+    rng = np.random.default_rng(0)
+    noise = rng.uniform(size=(120, 2))
+    groups = np.vstack([rng.standard_normal((40, 2)) + c for c in ([0, 0], [9, 0], [0, 9])])
+    for X, k in ((noise, 1), (groups, 3)):
+        result = _run(api, {"data": X.tolist()})["result"]
+        core = sca.cluster(data=X)
+        assert result["k"] == core["k"] == k
+        assert result["notes"] == core["notes"]
+        assert result["labels"] == core["labels"]
+    assert "no cluster structure" in sca.cluster(data=noise)["notes"][0]
