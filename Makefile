@@ -34,7 +34,8 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/python
 # What the tests need besides: test and lint libraries, a Redis server to
 # start when none answers on 127.0.0.1:6379, Debian's Chromium for the job
 # page's browser test (never a downloaded browser) and Debian's docker-compose
-# to validate docker-compose.yml (no Docker engine needed).
+# to validate docker-compose.yml, without their recommended packages (no Docker
+# engine, daemons or desktop services).
 DEBIAN_TEST_PACKAGES := chromium redis-server docker-compose
 TEST_EXTRA ?= test
 $(VENV)/.installed-test: pyproject.toml | $(BIN)/python
@@ -43,7 +44,7 @@ $(VENV)/.installed-test: pyproject.toml | $(BIN)/python
 	@if [ "$(TEST_EXTRA)" = test ] && [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && { [ ! -x /usr/bin/chromium ] \
 		|| ! command -v redis-server >/dev/null || ! command -v docker-compose >/dev/null; }; then \
 		echo "make: installing Debian's $(DEBIAN_TEST_PACKAGES)"; \
-		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
 			$(DEBIAN_TEST_PACKAGES); fi
 	@touch $@ $(VENV)/.installed
 
