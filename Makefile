@@ -106,5 +106,5 @@ test-pythons:
 		cat build/test-python$${job#*:}.log; done; exit $$status
 
 serve: install
-	@echo "make: serving the API on http://127.0.0.1:8000 (embedded: one process, no Redis)"
+	@echo "make: serving the API with .venv/bin/sca serve (embedded default without REDIS_URL; it prints its address)"
 	$(BIN)/sca serve
