@@ -99,7 +99,8 @@ def trace(
     """The entries of x_t against t, coloured by final cluster; the stopping step marked.
 
     ``xs`` is ``len(steps) x len(elements)``; ``labels`` are the final
-    clusters of all elements.
+    clusters of all elements.  Steps after ``stop`` are shaded and named in the
+    legend: they show the iterates holding their clusters, not a later answer.
     """
     xs = np.asarray(xs, dtype=float)
     elements = np.asarray(elements)
@@ -138,6 +139,19 @@ def trace(
         ]
     if stop is not None:
         ax.axvline(stop, color="k", ls="--", lw=1.2)
+        if steps[-1] > stop:
+            # the steps after the stop show that x_t holds its clusters; they are
+            # shaded apart so that the lines do not seem to run past the answer
+            ax.axvspan(
+                stop,
+                steps[-1],
+                color="0.88",
+                alpha=0.6,
+                lw=0,
+                zorder=0,
+                label="after the stop (not used)",
+            )
+            handles = [*handles, Patch(color="0.88", label="after the stop (not used)")]
         ax.annotate(
             f"stopped at t = {stop}",
             xy=(stop, 1),
@@ -294,12 +308,14 @@ def custom(element, cluster, ranked, iterations, limit: int = 25) -> Figure:
     ax.set_ylabel(f"element (most similar first{shown})", fontsize=11)
     listed = ", ".join(str(m) for m in cluster[:8]) + (" …" if len(cluster) > 8 else "")
     ax.set_title(f"Custom cluster of {element} (t = {iterations}): {{{listed}}}", fontsize=12)
-    ax.legend(
+    # below the axes, not on them: inside, it covered the values printed beside the last bars
+    fig.legend(
         handles=[
             Patch(color="tab:blue", label=f"in the cluster ({len(cluster)} with {element})"),
             Patch(color="0.7", label="outside"),
         ],
-        loc="lower right",
+        loc="outside lower center",
+        ncols=2,
         fontsize=9,
     )
     ax.grid(axis="x", alpha=0.3)

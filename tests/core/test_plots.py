@@ -261,3 +261,44 @@ def test_cluster_reports_each_stage_to_progress(iris):
     )
     assert [s for s, _ in seen] == ["ensemble"] * 5 + ["balancing", "spectral", "iteration"]
     assert seen[4] == ("ensemble", 1.0)
+
+
+def _extents(fig):
+    renderer = fig.canvas.get_renderer() if hasattr(fig.canvas, "get_renderer") else None
+    if renderer is None:
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+        renderer = FigureCanvasAgg(fig).get_renderer()
+    fig.draw_without_rendering()
+    return renderer
+
+
+@pytest.mark.parametrize("score", [0.3, 0.97])
+def test_custom_legend_covers_no_value(score):
+    # a cohort's neighbours are often all close: values printed near x = 1 on every bar
+    ranked = [{"id": f"p{i}", "score": score - 0.001 * i} for i in range(1, 31)]
+    custom = {"element": "p0", "cluster": ["p0"] + [r["id"] for r in ranked[:9]], "ranked": ranked}
+    fig = plots.figure("custom", None, custom=dict(custom, iterations=7))
+    renderer = _extents(fig)
+    legends = fig.legends + [a.get_legend() for a in fig.axes if a.get_legend()]
+    assert legends, "the custom plot names its colours"
+    values = [t for t in fig.axes[0].texts if t.get_text()]
+    assert len(values) == 25
+    for legend in legends:
+        box = legend.get_window_extent(renderer)
+        for text in values:
+            assert not box.overlaps(text.get_window_extent(renderer)), text.get_text()
+
+
+def test_trace_shades_the_steps_after_the_stop(baseball_run):
+    fig = plots.figure("trace", baseball_run["result"], P=baseball_run["P"])
+    ax = fig.axes[0]
+    stop = baseball_run["result"]["iterations"]
+    last = max(float(np.max(line.get_xdata())) for line in ax.get_lines() if len(line.get_xdata()))
+    assert last > stop  # the trace runs on past the stop ...
+    shaded = [p for p in ax.patches if p.get_label() == "after the stop (not used)"]
+    assert len(shaded) == 1  # ... and says so: the span from the stop to the end
+    corners = shaded[0].get_patch_transform().transform(shaded[0].get_path().vertices)
+    assert corners[:, 0].min() == pytest.approx(stop)
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert "after the stop (not used)" in labels
