@@ -92,11 +92,14 @@ def _fill_csv(rows, lines: int, field: str, check: Check | None):
     first = next(rows, None)
     if first is None:
         raise SCAError(f"{field}: the CSV is empty", field)
+    _comma_separated(first, field)
     header = None
     try:
         [float(c) for c in first]
     except ValueError:
         header, first = [c.strip() for c in first], next(rows, None)
+        if first is not None:
+            _comma_separated(first, field)
     if first is None:
         raise SCAError(f"{field}: the CSV has a header but no rows", field)
     width = len(first)
@@ -109,9 +112,39 @@ def _fill_csv(rows, lines: int, field: str, check: Check | None):
             raise SCAError(f"{field}: row {count} has {len(row)} values, expected {width}", field)
         try:
             values[count - 1] = [float(c) for c in row]
-        except ValueError as exc:
-            raise SCAError(f"{field}: non-numeric value in the CSV ({exc})", field) from None
+        except ValueError:
+            column = next(j for j, c in enumerate(row) if not _is_number(c))
+            raise SCAError(
+                f"{field}: row {count}, column {column + 1} is not a number: {row[column][:40]!r}",
+                field,
+            ) from None
     return values[:count], header
+
+
+#: Separators that a spreadsheet may write instead of commas.
+_OTHER_SEPARATORS = {";": "semicolons", "\t": "tabs", "|": "vertical bars"}
+
+
+def _comma_separated(row: list, field: str) -> None:
+    """Refuse a row that is one cell holding another separator: a file written with
+    semicolons or tabs would otherwise read as a header of one column."""
+    if len(row) != 1:
+        return
+    for separator, name in _OTHER_SEPARATORS.items():
+        if separator in row[0]:
+            raise SCAError(
+                f"{field}: the CSV separates its values with {name}, not commas "
+                f"(first row {row[0][:40]!r}); save it as comma-separated values",
+                field,
+            )
+
+
+def _is_number(cell: str) -> bool:
+    try:
+        float(cell)
+    except ValueError:
+        return False
+    return True
 
 
 def _header(fp, size: int, field: str, label: str = "") -> tuple[tuple[int, ...], np.dtype]:

@@ -5,6 +5,7 @@ import pytest
 import scipy.sparse as sp
 
 import sca
+from sca.io import read_matrix
 
 from .conftest import BASEBALL_S
 
@@ -132,3 +133,24 @@ def test_exactly_one_input():
 def test_unknown_option():
     with pytest.raises(sca.SCAError, match="unknown options"):
         sca.cluster(consensus=GOOD, options={"kk": 2})
+
+
+@pytest.mark.parametrize(
+    "text, words",
+    [
+        ("1;2\n3;4\n5;6\n", "separates its values with semicolons"),
+        ("a;b\n3;4\n5;6\n", "separates its values with semicolons"),
+        ("1\t2\n3\t4\n", "separates its values with tabs"),
+        ("1,2\n3,x\n5,6\n", r"row 2, column 2 is not a number: 'x'"),
+        ("a,b\n1,2\n3,4\n,5\n", r"row 3, column 1 is not a number"),
+    ],
+)
+def test_csv_that_is_not_comma_separated_numbers_is_named(text, words):
+    with pytest.raises(sca.SCAError, match=words) as info:
+        read_matrix(text.encode(), "X.csv", "data")
+    assert info.value.field == "data"
+
+
+def test_csv_of_one_column_and_a_header_still_reads():
+    values, header = read_matrix(b"height\n1.5\n2.5\n", "X.csv", "data")
+    assert header == ["height"] and values.ravel().tolist() == [1.5, 2.5]
