@@ -115,7 +115,8 @@ def _fill_csv(rows, lines: int, field: str, check: Check | None):
         except ValueError:
             column = next(j for j, c in enumerate(row) if not _is_number(c))
             raise SCAError(
-                f"{field}: row {count}, column {column + 1} is not a number: {row[column][:40]!r}",
+                f"{field}: row {count}, column {column + 1} holds a non-numeric value: "
+                f"{row[column][:40]!r}",
                 field,
             ) from None
     return values[:count], header

@@ -141,8 +141,8 @@ def test_unknown_option():
         ("1;2\n3;4\n5;6\n", "separates its values with semicolons"),
         ("a;b\n3;4\n5;6\n", "separates its values with semicolons"),
         ("1\t2\n3\t4\n", "separates its values with tabs"),
-        ("1,2\n3,x\n5,6\n", r"row 2, column 2 is not a number: 'x'"),
-        ("a,b\n1,2\n3,4\n,5\n", r"row 3, column 1 is not a number"),
+        ("1,2\n3,x\n5,6\n", r"row 2, column 2 holds a non-numeric value: 'x'"),
+        ("a,b\n1,2\n3,4\n,5\n", r"row 3, column 1 holds a non-numeric value"),
     ],
 )
 def test_csv_that_is_not_comma_separated_numbers_is_named(text, words):
