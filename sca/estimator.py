@@ -72,8 +72,8 @@ class StochasticClustering(ClusterMixin, BaseEstimator):
     stochastic P = D S D (Sec. 2.2-2.3); the number of clusters is read from
     P's spectrum (Sec. 2.4); the clusters come from the evolution
     x_t^T = x_{t-1}^T P (Sec. 3).  The stages and their defaults are those
-    of :func:`sca.cluster`; the README's table "The algorithm and its
-    defaults" describes them.
+    of :func:`sca.cluster`; the docs' options table (docs/guide/options.md)
+    describes them.
 
     Parameters
     ----------
