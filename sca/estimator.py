@@ -100,7 +100,7 @@ class StochasticClustering(ClusterMixin, BaseEstimator):
         With ``affinity="ensemble"``: ``[{"algorithm": "kmeans" | "nmf",
         "k": int or list of int, "runs": int}, ...]`` as for
         :func:`sca.ensemble_labels`.  None: :func:`default_ensemble`
-        (ten k-means runs at each k from 2 to min(10, n / 2)).
+        (four k-means runs at each k from 2 to about sqrt(n), within [10, 40]).
     n_neighbors : int, default=None
         With ``affinity="snn"``: κ, the neighbours of each element,
         1 <= κ < n.  None: min(10, n - 1).
