@@ -61,12 +61,18 @@ lint: install-test
 		&& ln -sfn ../../service build/mypy/sca_service && ln -sfn ../../worker build/mypy/sca_worker
 	$(BIN)/mypy
 
+# The documentation site (mkdocs.yml) into build/site; any warning fails it.
+.PHONY: docs
+docs: install-test
+	@echo "make: docs (mkdocs build --strict into build/site)"
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
+
 # The other Pythons' environments are made while lint and pytest run (their
 # installs are mostly waiting on disk and network); their tests run after.
 test: install-test
 	@mkdir -p build; $(MAKE) --no-print-directory install-pythons >build/install-pythons.log 2>&1 & \
 	installing=$$!; status=0; \
-	$(MAKE) --no-print-directory lint && { \
+	$(MAKE) --no-print-directory lint && $(MAKE) --no-print-directory docs && { \
 		echo "make: running the test suite (pytest; it starts Redis and Celery workers as it needs)"; \
 		$(BIN)/python -m pytest --durations=25; } || status=1; \
 	wait $$installing || { status=1; echo "make: making the other Pythons' environments failed"; }; \

@@ -72,8 +72,8 @@ class StochasticClustering(ClusterMixin, BaseEstimator):
     stochastic P = D S D (Sec. 2.2-2.3); the number of clusters is read from
     P's spectrum (Sec. 2.4); the clusters come from the evolution
     x_t^T = x_{t-1}^T P (Sec. 3).  The stages and their defaults are those
-    of :func:`sca.cluster`; the README's table "The algorithm and its
-    defaults" describes them.
+    of :func:`sca.cluster`; the docs' options table (docs/guide/options.md)
+    describes them.
 
     Parameters
     ----------
@@ -100,7 +100,7 @@ class StochasticClustering(ClusterMixin, BaseEstimator):
         With ``affinity="ensemble"``: ``[{"algorithm": "kmeans" | "nmf",
         "k": int or list of int, "runs": int}, ...]`` as for
         :func:`sca.ensemble_labels`.  None: :func:`default_ensemble`
-        (ten k-means runs at each k from 2 to min(10, n / 2)).
+        (four k-means runs at each k from 2 to about sqrt(n), within [10, 40]).
     n_neighbors : int, default=None
         With ``affinity="snn"``: κ, the neighbours of each element,
         1 <= κ < n.  None: min(10, n - 1).

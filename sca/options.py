@@ -8,7 +8,7 @@ values and a one-line doc, and says where it applies (``scopes``): the core's
 records come the core's checks (:func:`check`, :func:`validate`), both
 command lines' arguments and help (:func:`sca.cli.add_option_arguments`),
 the service's marshmallow schemas (``sca_service.options``), and the
-options tables of the README and the ``Options`` schema of ``openapi.yaml``
+options tables of the docs and the ``Options`` schema of ``openapi.yaml``
 (:mod:`sca.options_docs`, which a test compares with the committed files).
 :data:`INPUTS` does the same for the kinds of input (their names, array
 names and size limits).

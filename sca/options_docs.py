@@ -1,5 +1,5 @@
-"""The README's options tables and ``openapi.yaml``'s ``Options`` schema, from
-:mod:`sca.options`.
+"""The docs' options tables (``docs/guide/options.md``) and ``openapi.yaml``'s
+``Options`` schema, from :mod:`sca.options`.
 
 ``python -m sca.options --write`` rewrites the generated regions of both
 files (between their BEGIN/END markers); ``--check`` exits 1 when the
@@ -18,8 +18,10 @@ from .options import CLUSTERING, CUSTOM, Option
 
 ROOT = Path(__file__).resolve().parents[1]
 SOURCE = "generated from sca/options.py by `python -m sca.options --write`; do not edit"
-README_MARKERS = (f"<!-- BEGIN options: {SOURCE} -->", "<!-- END options -->")
+TABLE_MARKERS = (f"<!-- BEGIN options: {SOURCE} -->", "<!-- END options -->")
 OPENAPI_MARKERS = (f"    # BEGIN options: {SOURCE}", "    # END options")
+#: The page of the options tables, relative to the repository.
+OPTIONS_PAGE = "docs/guide/options.md"
 _WHERE = {"job": "API, `sca submit`", "cli": "`sca cluster`", "core": "Python"}
 _WHERE_CUSTOM = {"custom": "API", "cli": "`sca custom`"}
 
@@ -128,7 +130,7 @@ def _table(options, where: dict, paper: bool) -> list[str]:
 
 
 def readme_fragment() -> str:
-    """The README's options tables (clustering options, then custom clusters)."""
+    """The docs' options tables (clustering options, then custom clusters)."""
     lines = _table(CLUSTERING, _WHERE, paper=True)
     lines += [
         "",
@@ -156,7 +158,7 @@ def generated(root: Path = ROOT) -> dict[Path, str]:
     """Each generated file's full text as the registry gives it."""
     out = {}
     for name, markers, fragment in (
-        ("README.md", README_MARKERS, readme_fragment()),
+        (OPTIONS_PAGE, TABLE_MARKERS, readme_fragment()),
         ("openapi.yaml", OPENAPI_MARKERS, openapi_fragment()),
     ):
         path = root / name
@@ -167,7 +169,7 @@ def generated(root: Path = ROOT) -> dict[Path, str]:
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(
         prog="python -m sca.options",
-        description="Generate the options tables of README.md and the "
+        description=f"Generate the options tables of {OPTIONS_PAGE} and the "
         "Options schema of openapi.yaml from sca/options.py.",
     )
     what = p.add_mutually_exclusive_group(required=True)
@@ -178,7 +180,7 @@ def main(argv=None) -> int:
         help="exit 1 when a committed file differs from the registry",
     )
     what.add_argument("--openapi", action="store_true", help="print the Options schema")
-    what.add_argument("--readme", action="store_true", help="print the README tables")
+    what.add_argument("--readme", action="store_true", help="print the options tables")
     p.add_argument("--root", type=Path, default=ROOT, help="the repository (default: %(default)s)")
     args = p.parse_args(argv)
     if args.openapi or args.readme:

@@ -1,8 +1,12 @@
-"""Every ```sh, ```bash and ```python block of README.md runs as written.
+"""Every ```sh, ```bash and ```python block of README.md and of the docs site's
+pages (docs/**/*.md) runs as written.
 
-The blocks run in the README's order in one temporary directory holding the
-repository's files as a fresh clone has them (tracked and not-ignored files;
-no .venv, no .git), so a block may use what an earlier one wrote.  An embedded
+The blocks run in order, README.md first, then the pages by path, each page's
+in its own order, in one temporary directory holding the repository's files
+as a fresh clone has them (tracked and not-ignored files; no .venv, no .git),
+so a block may use what an earlier block of its page wrote.  A page includes
+a README block by its section (``--8<-- "README.md:name"``, pymdownx.snippets)
+rather than repeating it, so that block runs once, as the README's.  An embedded
 ``sca serve`` (no REDIS_URL, no keys) listens on a free port, and ``SCA_URL``
 points there: blocks that talk to the service read ``SCA_URL`` with the
 default ``http://127.0.0.1:8000`` (the address of ``make serve``).  Shell
@@ -30,6 +34,11 @@ import pytest
 from ..conftest import ROOT, free_port, stop_process
 
 README = ROOT / "README.md"
+DOCS = ROOT / "docs"
+#: The README, then every page of the docs site (mkdocs.yml's docs_dir), by path.
+PAGES = [README] + sorted(
+    page for page in DOCS.rglob("*.md") if not page.relative_to(DOCS).parts[0].startswith("_")
+)
 RUN = {"sh": "sh", "bash": "sh", "shell": "sh", "python": "python", "py": "python"}
 NOT_RUN = re.compile(r"^<!--\s*not run:\s*(?P<reason>.+?)\s*-->$")
 FENCE = re.compile(r"^(?P<fence>```+|~~~+)\s*(?P<lang>[\w+-]*)")
@@ -38,6 +47,7 @@ BLOCK_TIMEOUT = 240  # below pytest's timeout, so a stuck block is reported as s
 
 @dataclass
 class Block:
+    page: Path
     line: int  # 1-based line of the opening fence
     lang: str  # "sh" or "python", or the fence's word when not run
     code: str
@@ -45,11 +55,12 @@ class Block:
 
     @property
     def name(self) -> str:
-        return f"README.md:{self.line}:{self.lang}"
+        return f"{self.page.relative_to(ROOT)}:{self.line}:{self.lang}"
 
 
-def blocks(text: str) -> list[Block]:
-    """The fenced blocks of ``text`` with the language they run in and why they do not."""
+def blocks(text: str, page: Path = README) -> list[Block]:
+    """The fenced blocks of ``text`` (of ``page``) with the language they run in and
+    why they do not."""
     found, lines, i = [], text.splitlines(), 0
     while i < len(lines):
         match = FENCE.match(lines[i])
@@ -67,12 +78,14 @@ def blocks(text: str) -> list[Block]:
         marked = NOT_RUN.match(before)
         lang = RUN.get(word)
         skip = (marked["reason"] if marked else None) if lang else f"a ```{word or 'plain'} fence"
-        found.append(Block(start + 1, lang or word, "\n".join(body) + "\n", skip))
+        found.append(Block(page, start + 1, lang or word, "\n".join(body) + "\n", skip))
     return found
 
 
-BLOCKS = blocks(README.read_text(encoding="utf-8"))
+BLOCKS = [b for page in PAGES for b in blocks(page.read_text(encoding="utf-8"), page)]
 RUNNABLE = [b for b in BLOCKS if b.lang in ("sh", "python")]
+#: README sections a page includes: ``--8<-- "README.md:name"``.
+INCLUDE = re.compile(r'^--8<-- "README\.md:(?P<section>[\w-]+)"$', re.M)
 
 
 def _clone_files() -> list[Path]:
@@ -161,8 +174,30 @@ def _answers(url: str) -> bool:
 
 
 def test_the_readme_has_runnable_blocks_of_both_kinds():
-    kinds = {b.lang for b in RUNNABLE if b.skip is None}
+    kinds = {b.lang for b in RUNNABLE if b.skip is None and b.page == README}
     assert kinds == {"sh", "python"}, [b.name for b in BLOCKS]
+
+
+def test_the_docs_pages_have_runnable_blocks_of_both_kinds():
+    kinds = {b.lang for b in RUNNABLE if b.skip is None and b.page != README}
+    assert kinds == {"sh", "python"}, [b.name for b in BLOCKS]
+
+
+@pytest.mark.parametrize("page", PAGES[1:], ids=lambda p: str(p.relative_to(ROOT)))
+def test_a_page_includes_only_runnable_readme_sections(page):
+    """A README block that a page includes is one that runs here as the README's:
+    the section exists and holds exactly one block, which runs."""
+    readme = README.read_text(encoding="utf-8")
+    for section in INCLUDE.findall(page.read_text(encoding="utf-8")):
+        start = readme.index(f"--8<-- [start:{section}]")
+        end = readme.index(f"--8<-- [end:{section}]", start)
+        inside = [b for b in RUNNABLE if b.page == README and start < _offset(readme, b) < end]
+        assert len(inside) == 1 and inside[0].skip is None, (page.name, section)
+
+
+def _offset(text: str, block: Block) -> int:
+    """The character offset of ``block``'s opening fence in ``text``."""
+    return sum(len(line) + 1 for line in text.splitlines()[: block.line - 1])
 
 
 @pytest.mark.parametrize("block", [b for b in RUNNABLE if b.skip is None], ids=lambda b: b.name)
@@ -183,8 +218,8 @@ def test_block_runs_as_written(block, clone, service):
     run_block(block, clone, service)
 
 
-#: The "Raw data" section's job: raw data alone, as JSON, which it saves as raw-job.json.
-RAW_DATA = next(b for b in RUNNABLE if "raw-job.json" in b.code)
+#: The README's raw-data job: raw data alone, as JSON, which it saves as raw-job.json.
+RAW_DATA = next(b for b in RUNNABLE if b.page == README and "raw-job.json" in b.code)
 
 
 def test_the_raw_data_example_finds_its_two_groups(clone, service):
