@@ -1,11 +1,14 @@
-"""``/healthz`` (process up), ``/readyz`` (store and broker reachable, Redis set up
-as the service needs), ``/openapi.yaml``."""
+"""The open routes: ``/`` (where to go from here), ``/healthz`` (process up),
+``/readyz`` (store and broker reachable, Redis set up as the service needs),
+``/openapi.yaml``."""
 
 from __future__ import annotations
 
+from html import escape
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
-from flask import Blueprint, Response, jsonify
+from flask import Blueprint, Response, jsonify, request
 
 from sca_worker.capacity import check_redis
 from sca_worker.store import RedisStore
@@ -73,3 +76,54 @@ def openapi():
         if path.is_file():
             return Response(path.read_bytes(), mimetype="application/yaml")
     raise ProblemError(404, "Not Found", "openapi.yaml is not installed")
+
+
+#: What ``GET /`` points to: (name, path, what it is).
+LINKS = (
+    ("openapi", "/openapi.yaml", "the HTTP API's specification (OpenAPI 3.1)"),
+    ("jobs", "/v1/jobs", "submit a job (POST) or list yours (GET)"),
+    ("job_page", "/v1/jobs/{id}/view", "a job's page in the browser: progress, clusters, plots"),
+    ("health", "/healthz", "the process is up"),
+    ("ready", "/readyz", "the store and the broker are reachable"),
+)
+#: Where the documentation lives: it is built from the source, not served.
+DOCS = "docs/ in the source: `make docs` builds the site (HTTP API, guides, operations)"
+
+
+def _version() -> str | None:
+    try:
+        return version("stochastic-clustering")
+    except PackageNotFoundError:
+        return None
+
+
+@bp.get("/")
+def home():
+    """Where to go from here: JSON for programs, a page of links for a browser."""
+    links = {name: path for name, path, _ in LINKS}
+    if request.accept_mimetypes.best_match(["application/json", "text/html"]) == "text/html":
+        items = "".join(
+            f'<li><a href="{escape(path)}">{escape(path)}</a>: {escape(what)}</li>'
+            if "{" not in path
+            else f"<li><code>{escape(path)}</code>: {escape(what)}</li>"
+            for _, path, what in LINKS
+        )
+        page = (
+            '<!doctype html><html lang="en"><meta charset="utf-8">'
+            "<title>Stochastic clustering</title><h1>Stochastic clustering</h1>"
+            f"<p>The HTTP API of the Stochastic Clustering Algorithm.</p><ul>{items}</ul>"
+            f"<p>Documentation: {escape(DOCS)}.</p></html>"
+        )
+        response = Response(page, mimetype="text/html")
+        response.headers["Content-Security-Policy"] = "default-src 'none'"
+    else:
+        response = jsonify(
+            {
+                "service": "stochastic-clustering",
+                "version": _version(),
+                "links": links,
+                "documentation": DOCS,
+            }
+        )
+    response.vary.add("Accept")
+    return response

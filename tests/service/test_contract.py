@@ -60,6 +60,7 @@ def test_every_documented_status(client, idle_client, make_client, spec):
         seen.add((template, method, str(status)))
         return response
 
+    hit(client, "get", "/", 200)
     hit(client, "get", "/healthz", 200)
     hit(client, "get", "/readyz", 200)
     hit(client, "get", "/openapi.yaml", 200)
@@ -272,3 +273,18 @@ class _DeadQueue:
 
     def ping(self):
         raise redis.exceptions.ConnectionError("Connection refused")
+
+
+def test_home_points_to_the_spec_the_jobs_and_the_page(client, keyed):
+    answer = client.get("/")  # checked against openapi.yaml by the contract client
+    assert answer.status_code == 200 and "Accept" in answer.headers["Vary"]
+    body = answer.get_json()
+    assert body["links"]["openapi"] == "/openapi.yaml"
+    assert body["links"]["job_page"] == "/v1/jobs/{id}/view"
+    assert "make docs" in body["documentation"]
+    assert client.get(body["links"]["openapi"]).status_code == 200
+    # a browser gets the same links as a page; no key needed, even where keys are set
+    page = keyed.get("/", headers={"Accept": "text/html,application/xhtml+xml,*/*;q=0.8"})
+    assert page.status_code == 200 and page.mimetype == "text/html"
+    html = page.get_data(as_text=True)
+    assert '<a href="/openapi.yaml">' in html and "/v1/jobs/{id}/view" in html
