@@ -9,6 +9,16 @@ failures carry the partial result, the way ``ArpackNoConvergence`` does.
 from __future__ import annotations
 
 
+def field_summary(errors) -> str:
+    """One line from messages by field (``{"data": ["Not a list."], ...}``):
+    ``"data: Not a list. ids: Missing."``, each field's messages ending in one
+    full stop, whatever the messages end with."""
+    return " ".join(
+        f"{field}: {' '.join(m.rstrip() for m in messages).rstrip('.;, ')}."
+        for field, messages in errors.items()
+    )
+
+
 class SCAError(ValueError):
     """Invalid input or parameter; ``field`` names the offending input."""
 

@@ -28,6 +28,7 @@ from redis.exceptions import OutOfMemoryError
 from werkzeug.exceptions import HTTPException
 
 import sca
+from sca.errors import field_summary
 from sca_worker.problems import FULL_RETRY_AFTER, PROBLEM_BASE, TRANSIENT, problem_for, store_full
 from sca_worker.store import ArtifactMissing
 
@@ -152,7 +153,7 @@ def _handle_http(exc: HTTPException):
 
 def _handle_validation(exc: ValidationError):
     errors = flatten_messages(exc.messages)
-    detail = "; ".join(f"{field}: {' '.join(msgs)}" for field, msgs in errors.items())
+    detail = field_summary(errors)
     return problem_response(422, "Invalid input", detail, PROBLEM_BASE + "invalid-input", errors)
 
 

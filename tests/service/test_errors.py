@@ -314,3 +314,15 @@ def test_multipart_over_the_limit_is_413(make_client):
     client = make_client(SCA_MAX_BODY_BYTES=100)
     form = {"file": (io.BytesIO(b"1,0\n0,1\n" * 50), "S.csv"), "input": "consensus"}
     problem(client.post("/v1/jobs", data=form, content_type="multipart/form-data"), 413)
+
+
+def test_several_field_errors_read_as_sentences(client):
+    answer = client.post("/v1/jobs", json={"consensus": [[1]], "ids": 3, "bogus": 1})
+    assert answer.status_code == 422
+    problem = answer.get_json()
+    assert set(problem["errors"]) >= {"ids", "bogus"}
+    detail = problem["detail"]
+    assert ".;" not in detail and ";" not in detail and ".." not in detail
+    for field in problem["errors"]:
+        assert f"{field}: " in detail
+    assert detail.endswith(".")
