@@ -50,13 +50,14 @@ $(VENV)/.installed-test: pyproject.toml | $(BIN)/python
 install: $(VENV)/.installed
 install-test: $(VENV)/.installed-test
 
-# mypy finds sca_service and sca_worker (the folders service/ and worker/)
-# through links in build/mypy (pyproject.toml: mypy_path).
+# mypy finds sca_client, sca_service and sca_worker (the folders client/,
+# service/ and worker/) through links in build/mypy (pyproject.toml: mypy_path).
 lint: install-test
-	@echo "make: lint (ruff check, ruff format --check) and types (mypy on sca, sca_service, sca_worker)"
+	@echo "make: lint (ruff check, ruff format --check) and types (mypy on sca, sca_client, sca_service, sca_worker)"
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	@mkdir -p build/mypy && ln -sfn ../../sca build/mypy/sca \
+		&& ln -sfn ../../client build/mypy/sca_client \
 		&& ln -sfn ../../service build/mypy/sca_service && ln -sfn ../../worker build/mypy/sca_worker
 	$(BIN)/mypy
 

@@ -1,5 +1,5 @@
-"""``sca serve``: the core's command line (:mod:`sca.cli`) parses it and calls
-:func:`serve`, importing this module only then.
+"""``sca serve``: :mod:`sca_service.commands` adds it to the core's command line
+(:mod:`sca.cli`) and calls :func:`serve`, importing this module only then.
 
 ``sca serve`` serves the API through :mod:`sca_service.front` (waitress, which
 reads each request whole before a thread handles it, so slow clients cannot
@@ -25,7 +25,7 @@ from sca_worker.config import check_settings, convert
 
 from .config import from_env, worker_settings
 
-#: The ``sca`` command's parser (``serve`` and the core's commands).
+#: The ``sca`` command's parser (the core's commands and every package's).
 parser = build_parser
 
 
