@@ -115,7 +115,7 @@ def data_matrix(record: dict, values: list) -> np.ndarray:
     try:
         return check_new_data(values, m, nonnegative=nmf, field="elements[{i}].data")
     except SCAError as exc:
-        raise invalid(exc.field, str(exc)) from None
+        raise invalid(exc.field or "elements", str(exc)) from None
 
 
 def _rows_of_data(record: dict, P, values: list):
