@@ -210,8 +210,9 @@ def add_plugin_commands(sub, load=None) -> None:
             help=f"from {entry.module.split('.')[0]}: `sca {entry.name} --help`",
             add_help=False,
         )
-        stub.add_argument("words", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
-        stub.set_defaults(run=lambda args, problem=problem: _unavailable(args, problem))
+        stub.set_defaults(
+            run=lambda args, problem=problem: _unavailable(args, problem), unparsed=True
+        )
 
 
 def _unavailable(args, problem: str | None) -> int:
@@ -238,7 +239,7 @@ def build_parser(argv=None) -> argparse.ArgumentParser:
 
 
 def read_inputs(args) -> tuple[dict, list | None]:
-    from .io import read_ids, read_matrix_file
+    from .io import read_ids, read_matrix_file  # numpy and scipy: not for parsing or --help
 
     inputs, header = {}, None
     if args.data:
@@ -274,6 +275,7 @@ def run(args) -> dict:
     kind = registry.one_input([name for name in registry.INPUT_NAMES if name in inputs])
     registry.validate(options, n=inputs[kind].shape[0], scope="core")  # before any work
 
+    # The numerics load when a command runs, not to parse it (see the module's docstring).
     from .pipeline import (
         balance_dict,
         build_operator,
@@ -313,7 +315,7 @@ def run(args) -> dict:
     )
     _plots(args, out, S=S, P=balanced.P, ids=ids)
     if args.truth:
-        import numpy as np
+        import numpy as np  # as the pipeline above: loaded when the command runs
 
         from .diagnostics import evaluate
         from .io import read_matrix_file
@@ -328,7 +330,7 @@ def _plots(args, result, **inputs) -> None:
     directory = getattr(args, "plots", None)
     if not directory:
         return
-    from .plots import save_plots
+    from .plots import save_plots  # matplotlib, an extra: only with --plots
 
     formats = ("png", "svg") if args.plot_format == "both" else (args.plot_format,)
     written = save_plots(
@@ -353,9 +355,18 @@ def execute(args) -> int:
     return 0
 
 
+def parse(parser: argparse.ArgumentParser, words) -> argparse.Namespace:
+    """``parser.parse_args(words)``, but a command listed by name only (not
+    importable) takes any arguments: it is the one to say what is wrong."""
+    args, unknown = parser.parse_known_args(words)
+    if unknown and not getattr(args, "unparsed", False):
+        parser.error(f"unrecognized arguments: {' '.join(unknown)}")
+    return args
+
+
 def main(argv=None) -> int:
     words = sys.argv[1:] if argv is None else argv
-    status = execute(build_parser(words).parse_args(words))
+    status = execute(parse(build_parser(words), words))
     if argv is None:
         # The console script: the process ends with this command.  Its final
         # garbage collections would traverse every object of every module

@@ -92,7 +92,7 @@ def serve(
             file=sys.stderr,
         )
     try:
-        from gunicorn.app.base import BaseApplication
+        from gunicorn.app.base import BaseApplication  # optional: one process without it
     except ImportError:
         if workers > 1:
             print(
@@ -122,7 +122,7 @@ def serve(
 
 def _serve_one(host: str, port: int, threads: int) -> int:
     """One process, no gunicorn: the front until SIGTERM or SIGINT."""
-    from . import create_app, front
+    from . import create_app, front  # the app and waitress, only when serving
 
     stop = threading.Event()
     for name in (signal.SIGTERM, signal.SIGINT):
