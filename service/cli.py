@@ -23,6 +23,10 @@ import threading
 from sca.cli import build_parser, execute
 from sca_worker.config import check_settings, convert
 
+# The web stack (Flask through auth, waitress through front): a missing server
+# extra fails this import, which `sca serve` (sca_service.commands) names.
+from . import create_app, front
+from .auth import load_keys
 from .config import from_env, worker_settings
 
 #: The ``sca`` command's parser (the core's commands and every package's).
@@ -48,8 +52,6 @@ def start_up_problem(settings: dict) -> str | None:
 
 
 def _api_keys(settings: dict) -> list[str]:
-    from .auth import load_keys  # Flask: only for a server with a metrics key
-
     return load_keys(settings)
 
 
@@ -112,8 +114,6 @@ def serve(
                 self.cfg.set("control_socket_disable", True)
 
         def load(self):
-            from . import create_app
-
             return create_app()
 
     _App().run()
@@ -122,8 +122,6 @@ def serve(
 
 def _serve_one(host: str, port: int, threads: int) -> int:
     """One process, no gunicorn: the front until SIGTERM or SIGINT."""
-    from . import create_app, front  # the app and waitress, only when serving
-
     stop = threading.Event()
     for name in (signal.SIGTERM, signal.SIGINT):
         signal.signal(name, lambda *_: stop.set())
