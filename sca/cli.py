@@ -30,7 +30,6 @@ import gc
 import json
 import re
 import sys
-from importlib.metadata import entry_points
 from typing import Any
 
 from . import options as registry
@@ -196,6 +195,10 @@ def add_plugin_commands(sub, load=None) -> None:
     own parser; the others are listed by name only, so that parsing a
     command line imports no package but the one it names.
     """
+    # importlib.metadata and the scan of the installed distributions cost about as much
+    # as the rest of parsing: only for a command line that names no core command.
+    from importlib.metadata import entry_points
+
     for entry in entry_points(group=COMMANDS):
         if load is None or entry.name in load:
             try:
@@ -234,7 +237,9 @@ def build_parser(argv=None) -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     add_commands(sub)
-    add_plugin_commands(sub, None if argv is None else {_command(argv)})
+    command = None if argv is None else _command(argv)
+    if argv is None or command not in sub.choices:  # the core's own need no discovery
+        add_plugin_commands(sub, None if argv is None else {command})
     return parser
 
 

@@ -235,7 +235,7 @@ def test_a_command_whose_package_cannot_be_imported_says_so(monkeypatch, capsys)
     from importlib.metadata import EntryPoint
 
     broken = EntryPoint("broken", "sca_missing_package.commands:add", "sca.commands")
-    monkeypatch.setattr("sca.cli.entry_points", lambda group: [broken])
+    monkeypatch.setattr("importlib.metadata.entry_points", lambda group: [broken])
     assert main(["broken", "--any", "thing"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("sca broken: ") and "sca_missing_package" in err
