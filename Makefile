@@ -51,15 +51,18 @@ $(VENV)/.installed-test: pyproject.toml | $(BIN)/python
 install: $(VENV)/.installed
 install-test: $(VENV)/.installed-test
 
-# mypy finds sca_service and sca_worker (the folders service/ and worker/)
-# through links in build/mypy (pyproject.toml: mypy_path).
+# mypy finds sca_client, sca_service and sca_worker (the folders client/,
+# service/ and worker/) through links in build/mypy (pyproject.toml: mypy_path).
+# lint-imports checks the layers and cycles of [tool.importlinter] (pyproject.toml).
 lint: install-test
-	@echo "make: lint (ruff check, ruff format --check) and types (mypy on sca, sca_service, sca_worker)"
+	@echo "make: lint (ruff check, ruff format --check), types (mypy) and layers (lint-imports)"
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	@mkdir -p build/mypy && ln -sfn ../../sca build/mypy/sca \
+		&& ln -sfn ../../client build/mypy/sca_client \
 		&& ln -sfn ../../service build/mypy/sca_service && ln -sfn ../../worker build/mypy/sca_worker
 	$(BIN)/mypy
+	$(BIN)/lint-imports --no-cache
 
 # The documentation site (mkdocs.yml) into build/site; any warning fails it.
 .PHONY: docs

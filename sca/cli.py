@@ -1,5 +1,6 @@
-"""The ``sca`` command: ``cluster`` and ``custom`` print JSON results; ``submit``
-runs a job on the service; ``serve`` serves the API.
+"""The ``sca`` command: ``cluster`` and ``custom`` print JSON results; the other
+packages add their commands (``submit`` and ``query`` from ``sca_client``,
+``serve`` from ``sca_service``) through the ``sca.commands`` entry points.
 
 Examples
 --------
@@ -8,14 +9,18 @@ sca cluster --data X.csv --ensemble nmf:2,3x50 --ensemble kmeans:3x100 --seed 1
 sca cluster --consensus S.csv --split gaps --rule perron --trace
 sca custom --data X.csv --ensemble nmf:6x100 --element 2 --min-size 5 --max-size 8
 sca cluster --consensus S.csv --starts 20 --plots plots/   # PNG plots beside the JSON
-sca submit --url http://127.0.0.1:8000 --consensus S.csv    # on the service (sca.remote)
-sca query --url http://127.0.0.1:8000 --job ID --consensus new.csv  # new elements (remote_query)
+sca submit --url http://127.0.0.1:8000 --consensus S.csv    # on the service (sca_client)
+sca query --url http://127.0.0.1:8000 --job ID --consensus new.csv  # new elements (sca_client)
 
 Options, their defaults and help come from :mod:`sca.options`.  Nothing heavy
 is imported to parse the command line: numpy and scipy load when a command
-runs, scikit-learn when a k-means or an ensemble does, and the web stack
-(``sca_service``) only for ``sca serve``.  On a terminal, ``sca cluster``
-draws a progress bar by stage on standard error.
+runs, scikit-learn when a k-means or an ensemble does.  A command of another
+package is an entry point of the group ``sca.commands`` (pyproject.toml), named
+as the command, whose object adds its subparser and sets ``run`` (a function of
+the parsed arguments that returns the exit status); it is imported only when
+the command line names it (``sca --help`` lists it by name), so ``sca cluster``
+never loads the web stack, and this package imports none of them.  On a
+terminal, ``sca cluster`` draws a progress bar by stage on standard error.
 """
 
 from __future__ import annotations
@@ -42,7 +47,8 @@ def _custom_clustering_options() -> tuple:
     )
 
 
-SERVER_EXTRA = "pip install 'stochastic-clustering[server]'"
+#: The entry-point group of the commands other packages add.
+COMMANDS = "sca.commands"
 
 
 def option_help(option: registry.Option) -> str:
@@ -149,7 +155,7 @@ def _add_plots(group) -> None:
 
 
 def add_commands(sub) -> None:
-    """Add ``cluster``, ``custom``, ``submit``, ``query`` and ``serve`` to argparse subparsers."""
+    """Add the core's ``cluster`` and ``custom`` to argparse subparsers."""
     c = sub.add_parser(
         "cluster",
         help="cluster the elements; prints the result as JSON",
@@ -180,49 +186,65 @@ def add_commands(sub) -> None:
         u.add_argument_group("custom cluster"), registry.options_for("cli", "custom")
     )
     _add_plots(u.add_argument_group("output"))
-    from .remote import add_submit_command
-    from .remote_query import add_query_command
-
-    add_submit_command(sub)
-    add_query_command(sub)
-    add_serve_command(sub)
 
 
-def add_serve_command(sub) -> None:
-    """``sca serve``: its arguments here, its code in ``sca_service`` (imported when it runs)."""
-    serve = sub.add_parser(
-        "serve",
-        help="serve the HTTP API (embedded default without REDIS_URL); needs the server extra",
-        description="Serve the HTTP API: without REDIS_URL the embedded "
-        "default (one process, jobs in memory); with it, the API enqueues "
-        "for `celery -A worker worker`.",
-    )
-    # Their defaults are read by sca_service with the other settings (a bad value is named).
-    serve.add_argument("--host", help="address to listen on (default: $SCA_HOST or 127.0.0.1)")
-    serve.add_argument("--port", type=int, help="port to listen on (default: $SCA_PORT or 8000)")
-    serve.add_argument(
-        "--workers",
-        type=int,
-        default=None,
-        metavar="N",
-        help="API processes (REDIS_URL only; the embedded default uses one)",
-    )
-    serve.add_argument(
-        "--threads", type=int, default=8, metavar="N", help="threads per API process (default: 8)"
-    )
+def add_plugin_commands(sub, load=None) -> None:
+    """Add the commands of the ``sca.commands`` entry points to argparse subparsers.
+
+    Those named in ``load`` (every one when None) are imported and add their
+    own parser; the others are listed by name only, so that parsing a
+    command line imports no package but the one it names.
+    """
+    # importlib.metadata and the scan of the installed distributions cost about as much
+    # as the rest of parsing: only for a command line that names no core command.
+    from importlib.metadata import entry_points
+
+    for entry in entry_points(group=COMMANDS):
+        if load is None or entry.name in load:
+            try:
+                entry.load()(sub)
+                continue
+            except ImportError as exc:
+                problem = f"{entry.value} cannot be imported ({exc})"
+        else:
+            problem = None
+        stub = sub.add_parser(
+            entry.name,
+            help=f"from {entry.module.split('.')[0]}: `sca {entry.name} --help`",
+            add_help=False,
+        )
+        stub.set_defaults(
+            run=lambda args, problem=problem: _unavailable(args, problem), unparsed=True
+        )
 
 
-def build_parser() -> argparse.ArgumentParser:
+def _unavailable(args, problem: str | None) -> int:
+    print(f"sca {args.command}: {problem or 'not loaded'}", file=sys.stderr)
+    return 2
+
+
+def _command(argv) -> str | None:
+    """The command an argument list names: its first word that is not an option."""
+    return next((word for word in argv if not word.startswith("-")), None)
+
+
+def build_parser(argv=None) -> argparse.ArgumentParser:
+    """The ``sca`` parser: with ``argv``, only the package of the command it names is
+    imported (see :func:`add_plugin_commands`); without, every command's."""
     parser = argparse.ArgumentParser(
         prog="sca",
         description="Stochastic clustering algorithm (Meyer & Wessell): cluster, query, serve.",
     )
-    add_commands(parser.add_subparsers(dest="command", required=True, metavar="COMMAND"))
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    add_commands(sub)
+    command = None if argv is None else _command(argv)
+    if argv is None or command not in sub.choices:  # the core's own need no discovery
+        add_plugin_commands(sub, None if argv is None else {command})
     return parser
 
 
 def read_inputs(args) -> tuple[dict, list | None]:
-    from .io import read_ids, read_matrix_file
+    from .io import read_ids, read_matrix_file  # numpy and scipy: not for parsing or --help
 
     inputs, header = {}, None
     if args.data:
@@ -258,6 +280,7 @@ def run(args) -> dict:
     kind = registry.one_input([name for name in registry.INPUT_NAMES if name in inputs])
     registry.validate(options, n=inputs[kind].shape[0], scope="core")  # before any work
 
+    # The numerics load when a command runs, not to parse it (see the module's docstring).
     from .pipeline import (
         balance_dict,
         build_operator,
@@ -297,7 +320,7 @@ def run(args) -> dict:
     )
     _plots(args, out, S=S, P=balanced.P, ids=ids)
     if args.truth:
-        import numpy as np
+        import numpy as np  # as the pipeline above: loaded when the command runs
 
         from .diagnostics import evaluate
         from .io import read_matrix_file
@@ -312,7 +335,7 @@ def _plots(args, result, **inputs) -> None:
     directory = getattr(args, "plots", None)
     if not directory:
         return
-    from .plots import save_plots
+    from .plots import save_plots  # matplotlib, an extra: only with --plots
 
     formats = ("png", "svg") if args.plot_format == "both" else (args.plot_format,)
     written = save_plots(
@@ -321,30 +344,11 @@ def _plots(args, result, **inputs) -> None:
     print(f"sca {args.command}: wrote {len(written)} plots to {directory}", file=sys.stderr)
 
 
-def _serve(args) -> int:
-    try:
-        from sca_service.cli import serve
-    except ImportError as exc:
-        print(
-            f"sca serve: the server extra is not installed ({exc.name} is missing): {SERVER_EXTRA}",
-            file=sys.stderr,
-        )
-        return 2
-    return serve(args.host, args.port, args.workers, args.threads)
-
-
 def execute(args) -> int:
-    """Run a parsed command: JSON to stdout, errors to stderr (exit 2)."""
-    if args.command == "serve":
-        return _serve(args)
-    if args.command == "submit":
-        from .remote import run_submit
-
-        return run_submit(args)
-    if args.command == "query":
-        from .remote_query import run_query
-
-        return run_query(args)
+    """Run a parsed command: JSON to stdout, errors to stderr (exit 2).  Another
+    package's command runs its own ``run``."""
+    if getattr(args, "run", None) is not None:
+        return args.run(args)
     try:
         out = run(args)
     except SCAError as exc:
@@ -356,8 +360,18 @@ def execute(args) -> int:
     return 0
 
 
+def parse(parser: argparse.ArgumentParser, words) -> argparse.Namespace:
+    """``parser.parse_args(words)``, but a command listed by name only (not
+    importable) takes any arguments: it is the one to say what is wrong."""
+    args, unknown = parser.parse_known_args(words)
+    if unknown and not getattr(args, "unparsed", False):
+        parser.error(f"unrecognized arguments: {' '.join(unknown)}")
+    return args
+
+
 def main(argv=None) -> int:
-    status = execute(build_parser().parse_args(argv))
+    words = sys.argv[1:] if argv is None else argv
+    status = execute(parse(build_parser(words), words))
     if argv is None:
         # The console script: the process ends with this command.  Its final
         # garbage collections would traverse every object of every module

@@ -133,6 +133,41 @@ def label_rows(
     return np.asarray(S_rows, dtype=float), (L >= 0).sum(axis=1).astype(float)
 
 
+def check_new_data(
+    values, features: int, nonnegative: bool = False, field: str = "data[{i}]"
+) -> np.ndarray:
+    """New rows of raw data, ``q x features``, checked one by one.
+
+    Each must be ``features`` finite numbers, and nonnegative when an NMF run
+    labels them (``nonnegative``).  Raises :class:`SCAError` whose field is
+    ``field`` formatted with the row's index ``i``.
+    """
+    rows = np.empty((len(values), features))
+    for i, value in enumerate(values):
+        where = field.format(i=i)
+        try:
+            row = np.asarray(value, dtype=float)
+        except (TypeError, ValueError):
+            raise SCAError("must be a list of numbers", where) from None
+        if row.shape != (features,):
+            raise SCAError(f"needs the job's {features} features, got shape {row.shape}", where)
+        if not np.all(np.isfinite(row)):
+            raise SCAError("has NaN or infinite entries", where)
+        if nonnegative and row.min() < 0:
+            raise SCAError(f"NMF needs nonnegative data; minimum {row.min():g}", where)
+        rows[i] = row
+    return rows
+
+
+def neighbour_index(X, metric: str = "euclidean"):
+    """The nearest-neighbour index of a job's (scaled) data ``X`` that
+    :func:`neighbour_rows` queries: a fitted
+    :class:`sklearn.neighbors.NearestNeighbors`."""
+    from sklearn.neighbors import NearestNeighbors  # scikit-learn loads when rows are placed
+
+    return NearestNeighbors(metric=metric).fit(X)
+
+
 def neighbour_rows(index, A, X_new, kappa: int) -> tuple[np.ndarray, np.ndarray]:
     """Consensus rows of new elements under shared nearest neighbours.
 
@@ -171,3 +206,16 @@ def consensus_rows(
     if out.shape != (R.shape[0],) or not np.all(np.isfinite(out)) or np.any(out <= 0):
         raise SCAError(f"{field}: self-similarities must be positive numbers", field)
     return np.ascontiguousarray(R.T), out
+
+
+def consensus_rows_each(
+    rows, selfs, n: int, default_self: float, field: str = "consensus[{i}]"
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`consensus_rows` of new elements checked one by one, so that a fault
+    names its element (``field`` formatted with its index ``i``)."""
+    columns, out = [], []
+    for i, (row, own) in enumerate(zip(rows, selfs)):
+        column, s00 = consensus_rows([row], [own], n, default_self, field.format(i=i))
+        columns.append(column)
+        out.append(s00[0])
+    return np.hstack(columns) if columns else np.empty((n, 0)), np.asarray(out, dtype=float)

@@ -5,13 +5,13 @@ values and a one-line doc, and says where it applies (``scopes``): the core's
 ``options`` dict (``"core"``), the API's ``options`` object and ``sca submit``
 (``"job"``), the core's command line (``"cli"``), the custom-cluster query
 (``"custom"``) and the similar-elements query (``"similar"``).  From these
-records come the core's checks (:func:`check`, :func:`validate`), both
+records come the core's checks (:func:`check`, :func:`validate`), the
 command lines' arguments and help (:func:`sca.cli.add_option_arguments`),
-the service's marshmallow schemas (``sca_service.options``), and the
-options tables of the docs and the ``Options`` schema of ``openapi.yaml``
-(:mod:`sca.options_docs`, which a test compares with the committed files).
-:data:`INPUTS` does the same for the kinds of input (their names, array
-names and size limits).
+the service's marshmallow schemas (``sca_service.options``, which also names
+the settings that bound some options), and the options tables of the docs
+and the ``Options`` schema of ``openapi.yaml`` (``sca_service.options_docs``,
+which a test compares with the committed files).  :data:`INPUTS` does the
+same for the kinds of input (their names and array names).
 
 The allowed values (rules, splits, ensemble algorithms, SNN metrics,
 neighbour methods) are declared here too, and the numerical modules import
@@ -75,8 +75,7 @@ class Option:
 
     ``type`` is a JSON Schema type (``integer``, ``number``, ``boolean``,
     ``string``, ``array``, or ``element``: an element id or 0-based index).
-    ``limit`` names the service setting that bounds it from above (the API
-    answers 422 beyond).  ``stage`` is the stage that reads it (``ensemble``,
+    ``stage`` is the stage that reads it (``ensemble``,
     ``balancing``, ``spectral``, ``iteration`` or ``query``).
     ``default_doc`` says in words a default that is computed, ``paper`` the
     paper's value where it differs from ours.
@@ -92,7 +91,6 @@ class Option:
     choices: tuple | None = None
     scopes: frozenset = frozenset({"core", "job", "cli"})
     stage: str = "spectral"
-    limit: str | None = None
     default_doc: str | None = None
     paper: str | None = None
     required: bool = False
@@ -122,7 +120,6 @@ CLUSTERING = (
         "integer",
         "Number of clusters (1 ≤ k ≤ n), always honoured.",
         minimum=1,
-        limit="SCA_MAX_K",
         default_doc="from the eigenvalues by `rule`",
     ),
     Option(
@@ -131,7 +128,6 @@ CLUSTERING = (
         "How many of the largest eigenvalues to compute; with `k` given, "
         "more than k (the gap after λ_k needs λ_(k+1)).",
         minimum=1,
-        limit="SCA_MAX_K_HAT",
         default_doc="all eigenvalues when cheap, else 20, doubled until one falls below the "
         "noise floor (cap 1000, said in `notes`)",
     ),
@@ -152,14 +148,12 @@ CLUSTERING = (
         "integer",
         "Smallest k the rule may choose (the gap rule: default 2).",
         minimum=1,
-        limit="SCA_MAX_K",
     ),
     Option(
         "max_k",
         "integer",
         "Largest k the rule may choose (at least min_k).",
         minimum=1,
-        limit="SCA_MAX_K",
     ),
     Option(
         "seed",
@@ -202,7 +196,6 @@ CLUSTERING = (
         "gives each element's share of starts in each cluster.",
         default=1,
         minimum=1,
-        limit="SCA_MAX_STARTS",
         stage="iteration",
     ),
     Option(
@@ -211,7 +204,6 @@ CLUSTERING = (
         "Consecutive identical clusterings, counted from x_1, that end a start.",
         default=6,
         minimum=1,
-        limit="SCA_MAX_ITERATIONS",
         stage="iteration",
     ),
     Option(
@@ -220,7 +212,6 @@ CLUSTERING = (
         "Most steps x_t = x_{t-1} P per start.",
         default=1000,
         minimum=1,
-        limit="SCA_MAX_ITERATIONS",
         stage="iteration",
     ),
     Option(
@@ -314,7 +305,6 @@ CUSTOM = (
         "Most steps of x_t from the element's unit vector.",
         default=1000,
         minimum=1,
-        limit="SCA_MAX_ITERATIONS",
         scopes=frozenset({"custom", "cli"}),
         stage="query",
     ),
@@ -529,18 +519,14 @@ def _check_spectral(opts: dict, n: int | None) -> None:
 @dataclass(frozen=True)
 class InputKind:
     """One kind of input: its name in a request, the name of its array in a job's
-    stored input, what it is, and its size limits beside ``SCA_MAX_N`` (the
-    setting bounding its columns, named as ``columns``; for a consensus, the
-    setting bounding the rows of a dense one)."""
+    stored input, what it is, and what its columns are (``columns``)."""
 
     name: str
     array: str
     doc: str
     cli_doc: str
     integer: bool = False
-    columns_limit: str | None = None
     columns: str = "columns"
-    dense_limit: str | None = None
 
 
 INPUTS = (
@@ -551,7 +537,6 @@ INPUTS = (
         "`sca.ensemble.default_ensemble`) or `snn`, after the `scale` option.",
         "raw data CSV/.npy, rows = elements (a header row is skipped); clustered by "
         "--ensemble (default: k-means at several k) or --snn, after --scale",
-        columns_limit="SCA_MAX_M",
         columns="features",
     ),
     InputKind(
@@ -559,7 +544,6 @@ INPUTS = (
         "S",
         "A symmetric nonnegative similarity matrix with a positive diagonal.",
         "consensus matrix S.csv|S.npy|S.npz (a CSV header row gives the ids)",
-        dense_limit="SCA_MAX_DENSE_N",
     ),
     InputKind(
         "labels",
@@ -567,7 +551,6 @@ INPUTS = (
         "Ensemble label runs, rows = elements, one column per run (negative = left out).",
         "label runs RUNS.csv|RUNS.npy, one row per element, one column per run",
         integer=True,
-        columns_limit="SCA_MAX_RUNS",
         columns="runs",
     ),
 )
@@ -588,11 +571,3 @@ def one_input(given) -> str:
             "input",
         )
     return present[0]
-
-
-if __name__ == "__main__":  # pragma: no cover - python -m sca.options
-    import sys
-
-    from .options_docs import main
-
-    sys.exit(main())

@@ -1,11 +1,17 @@
-"""The HTTP service: ``create_app`` builds the Flask app (nothing runs at import)."""
+"""The HTTP service: ``create_app`` builds the Flask app (nothing runs at import).
+
+Importing the package loads no web stack: ``sca serve``
+(:mod:`sca_service.commands`, found by the core's command line) must be able to
+say which extra is missing.
+"""
 
 from __future__ import annotations
 
-from flask import Flask
+import importlib
+from typing import TYPE_CHECKING
 
-from . import auth, backend, config, errors, limits
-from .body import BodyLimit
+if TYPE_CHECKING:
+    from flask import Flask
 
 BLUEPRINTS = (
     "sca_service.health",
@@ -19,7 +25,11 @@ BLUEPRINTS = (
 
 def create_app(test_config=None) -> Flask:
     """The API; config from :data:`config.DEFAULTS`, the environment, then ``test_config``."""
-    import importlib
+    # Flask and the modules that use it load here: importing the package stays light.
+    from flask import Flask
+
+    from . import auth, backend, config, errors, limits
+    from .body import BodyLimit
 
     app = Flask(__name__)
     app.config.from_mapping(config.DEFAULTS)

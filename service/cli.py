@@ -1,5 +1,5 @@
-"""``sca serve``: the core's command line (:mod:`sca.cli`) parses it and calls
-:func:`serve`, importing this module only then.
+"""``sca serve``: :mod:`sca_service.commands` adds it to the core's command line
+(:mod:`sca.cli`) and calls :func:`serve`, importing this module only then.
 
 ``sca serve`` serves the API through :mod:`sca_service.front` (waitress, which
 reads each request whole before a thread handles it, so slow clients cannot
@@ -23,9 +23,13 @@ import threading
 from sca.cli import build_parser, execute
 from sca_worker.config import check_settings, convert
 
+# The web stack (Flask through auth, waitress through front): a missing server
+# extra fails this import, which `sca serve` (sca_service.commands) names.
+from . import create_app, front
+from .auth import load_keys
 from .config import from_env, worker_settings
 
-#: The ``sca`` command's parser (``serve`` and the core's commands).
+#: The ``sca`` command's parser (the core's commands and every package's).
 parser = build_parser
 
 
@@ -48,8 +52,6 @@ def start_up_problem(settings: dict) -> str | None:
 
 
 def _api_keys(settings: dict) -> list[str]:
-    from .auth import load_keys  # Flask: only for a server with a metrics key
-
     return load_keys(settings)
 
 
@@ -92,7 +94,7 @@ def serve(
             file=sys.stderr,
         )
     try:
-        from gunicorn.app.base import BaseApplication
+        from gunicorn.app.base import BaseApplication  # optional: one process without it
     except ImportError:
         if workers > 1:
             print(
@@ -112,8 +114,6 @@ def serve(
                 self.cfg.set("control_socket_disable", True)
 
         def load(self):
-            from . import create_app
-
             return create_app()
 
     _App().run()
@@ -122,8 +122,6 @@ def serve(
 
 def _serve_one(host: str, port: int, threads: int) -> int:
     """One process, no gunicorn: the front until SIGTERM or SIGINT."""
-    from . import create_app, front
-
     stop = threading.Event()
     for name in (signal.SIGTERM, signal.SIGINT):
         signal.signal(name, lambda *_: stop.set())

@@ -1,8 +1,9 @@
-"""marshmallow schemas built from the core's options registry (:mod:`sca.options`).
+"""marshmallow schemas built from the core's options registry (:mod:`sca.options`),
+and the service settings that bound options and inputs.
 
 Each :class:`sca.options.Option` becomes one field: its type (a strict
 integer, a JSON boolean, a string among its choices), its range, and above
-it the service's limit named by ``Option.limit`` (``SCA_MAX_K`` ...), read
+it the service's limit that :data:`LIMITS` names (``SCA_MAX_K`` ...), read
 from the app config.  The rules between options are the core's own
 (:func:`sca.options.validate`), so the API refuses what the core refuses,
 with the same words.
@@ -14,6 +15,34 @@ from marshmallow import RAISE, Schema, ValidationError, fields, validate, valida
 
 from sca import options as registry
 from sca.errors import SCAError
+
+#: The setting that bounds an option from above, by group and option name (the API
+#: answers 422 beyond; the generated docs name it, :mod:`.options_docs`).
+LIMITS = {
+    "clustering": {
+        "k": "SCA_MAX_K",
+        "k_hat": "SCA_MAX_K_HAT",
+        "min_k": "SCA_MAX_K",
+        "max_k": "SCA_MAX_K",
+        "starts": "SCA_MAX_STARTS",
+        "stable": "SCA_MAX_ITERATIONS",
+        "max_iterations": "SCA_MAX_ITERATIONS",
+    },
+    "custom": {"max_iterations": "SCA_MAX_ITERATIONS"},
+    "similar": {},
+}
+#: Beside ``SCA_MAX_N`` (the rows), the settings that bound an input kind's
+#: ``columns`` (its features or runs) and the rows of a dense one (answered 413).
+INPUT_LIMITS = {
+    "data": {"columns": "SCA_MAX_M"},
+    "consensus": {"dense": "SCA_MAX_DENSE_N"},
+    "labels": {"columns": "SCA_MAX_RUNS"},
+}
+
+
+def limit(option: registry.Option, group: str = "clustering") -> str | None:
+    """The name of the setting that bounds ``option`` of ``group``, or None."""
+    return LIMITS[group].get(option.name)
 
 
 class BaseSchema(Schema):
@@ -41,9 +70,13 @@ class Element(fields.Raw):
 
 
 def field(
-    option: registry.Option, limits: dict, strict: bool = True, omitted: str = "none"
+    option: registry.Option,
+    limits: dict,
+    strict: bool = True,
+    omitted: str = "none",
+    group: str = "clustering",
 ) -> fields.Field:
-    """The marshmallow field of ``option``.
+    """The marshmallow field of ``option`` (of ``group``).
 
     ``limits`` maps setting names to values (the app config); ``strict``
     False takes integers written as text (query strings); ``omitted`` is what
@@ -59,9 +92,9 @@ def field(
         kwargs.update(load_default=option.default, allow_none=option.default is None)
     else:
         kwargs["allow_none"] = option.default is None
-    high = option.maximum
-    if option.limit is not None and limits.get(option.limit) is not None:
-        high = limits[option.limit] if high is None else min(high, limits[option.limit])
+    high, setting = option.maximum, limit(option, group)
+    if setting is not None and limits.get(setting) is not None:
+        high = limits[setting] if high is None else min(high, limits[setting])
     if option.type == "integer":
         return fields.Integer(
             strict=strict, validate=validate.Range(min=option.minimum, max=high), **kwargs
@@ -109,5 +142,5 @@ def schema_class(
                 raise ValidationError(str(exc), where) from None
 
     return RegistrySchema.from_dict(
-        {o.name: field(o, limits, strict, omitted) for o in options}, name=name
+        {o.name: field(o, limits, strict, omitted, group) for o in options}, name=name
     )

@@ -4,7 +4,9 @@ Each new element comes in its job's input kind; its consensus row against
 the job's elements (:mod:`sca.newrows`) extends the job's balanced matrix by
 one row and column (:mod:`sca.placement`), on which it gets its cluster
 among the job's, its custom cluster and its most similar elements.  The job
-is not changed.  What the queries read (the balanced operator, the job's
+is not changed.  The numerics (checks of the new rows, the neighbour index,
+the rows themselves) are the core's; this module reads the job's artifacts,
+calls them and shapes the answer.  What the queries read (the balanced operator, the job's
 labels, the ensemble's models, a neighbour index) is kept in the API
 process's operator cache; the custom clusterings of one request share one
 time budget (:mod:`.budget`).
@@ -16,7 +18,8 @@ import numpy as np
 from flask import current_app
 
 import sca
-from sca.newrows import check_new_labels
+from sca.errors import SCAError
+from sca.newrows import check_new_data, check_new_labels, consensus_rows_each, neighbour_index
 from sca_worker.jobs import namer
 from sca_worker.stages import artifact_keys, job_scaling
 
@@ -82,13 +85,10 @@ def _scaling(record: dict):
 
 
 def _neighbour_index(record: dict):
-    from sklearn.neighbors import NearestNeighbors
-
     metric = record["source"]["snn"].get("metric", "euclidean")
 
     def load():
-        X = _scaling(record).transform(input_arrays(record)["X"])
-        return NearestNeighbors(metric=metric).fit(X)
+        return neighbour_index(_scaling(record).transform(input_arrays(record)["X"]), metric)
 
     return _lazy(record, "neighbours", load)
 
@@ -111,22 +111,11 @@ def data_matrix(record: dict, values: list) -> np.ndarray:
     """New rows of features, checked against the job's (422 naming the element)."""
     snn = record["source"].get("snn") is not None
     m = _neighbour_index(record).n_features_in_ if snn else _models(record)["models"].shape[1]
-    nmf = not snn and np.any(_models(record)["algorithms"] == "nmf")
-    rows = np.empty((len(values), m))
-    for i, value in enumerate(values):
-        field = f"elements[{i}].data"
-        try:
-            row = np.asarray(value, dtype=float)
-        except (TypeError, ValueError):
-            raise invalid(field, "must be a list of numbers") from None
-        if row.shape != (m,):
-            raise invalid(field, f"needs the job's {m} features, got shape {row.shape}")
-        if not np.all(np.isfinite(row)):
-            raise invalid(field, "has NaN or infinite entries")
-        if nmf and row.min() < 0:
-            raise invalid(field, f"NMF needs nonnegative data; minimum {row.min():g}")
-        rows[i] = row
-    return rows
+    nmf = not snn and bool(np.any(_models(record)["algorithms"] == "nmf"))
+    try:
+        return check_new_data(values, m, nonnegative=nmf, field="elements[{i}].data")
+    except SCAError as exc:
+        raise invalid(exc.field or "elements", str(exc)) from None
 
 
 def _rows_of_data(record: dict, P, values: list):
@@ -151,12 +140,7 @@ def _rows_of_labels(record: dict, P, values: list):
 def _rows_of_consensus(record: dict, P, values: list, selfs: list):
     S = P.unscaled()
     default = _lazy(record, "diagonal", lambda: float(S.diagonal().max()))
-    rows, out = [], []
-    for i, (value, own) in enumerate(zip(values, selfs)):
-        row, s00 = sca.consensus_rows([value], [own], P.n, default, f"elements[{i}].consensus")
-        rows.append(row)
-        out.append(s00[0])
-    return np.hstack(rows), np.asarray(out)
+    return consensus_rows_each(values, selfs, P.n, default, "elements[{i}].consensus")
 
 
 def consensus_rows(record: dict, P, elements: list):
@@ -170,15 +154,20 @@ def consensus_rows(record: dict, P, elements: list):
     return _rows_of_consensus(record, P, values, [e.get("self") for e in elements])
 
 
-def place(record: dict, request: dict) -> dict:
-    """Each new element's cluster among the job's, custom cluster and most similar elements."""
+def new_rows(record: dict, elements: list):
+    """``(rows n x q, selfs)`` of the request's new elements in the finished job."""
     succeeded(record)
+    return consensus_rows(record, balanced(record), elements)
+
+
+def place(record: dict, request: dict, rows, selfs) -> dict:
+    """Each new element's cluster among the job's, custom cluster and most similar
+    elements, from their :func:`new_rows`."""
     ids = job_ids(record["id"])
     P = balanced(record)
     state = _state(record)
     labels, k, typical = state["labels"], state["k"], state["typical"]
     elements = request["elements"]
-    rows, selfs = consensus_rows(record, P, elements)
     options = {
         name: request[name]
         for name in ("min_size", "max_size", "max_iterations", "limit", "custom")
@@ -230,9 +219,4 @@ def place(record: dict, request: dict) -> dict:
         out.append(answer)
     # Native numbers throughout (a custom cluster can list thousands of ids), so no
     # walk through jsonable; the extension's figures are finite by construction.
-    answer = {"job": record["id"], "n": P.n, "k": int(labels.max()) + 1, "elements": out}
-    if request.get("persist"):
-        from .versions import new_version
-
-        answer["version"] = new_version(record, elements, [e["id"] for e in out], rows, selfs)
-    return answer
+    return {"job": record["id"], "n": P.n, "k": int(labels.max()) + 1, "elements": out}

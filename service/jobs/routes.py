@@ -8,7 +8,7 @@ from werkzeug.routing import PathConverter
 from ..backend import backend
 from ..errors import ProblemError
 from ..limits import count_request, counts_itself
-from . import budget, listing, newelements, operations, polling
+from . import budget, listing, newelements, operations, polling, versions
 from .idempotency import idempotent
 from .listing import ListQuerySchema
 from .schemas import SimilarQuerySchema, custom_cluster_schema, new_elements_schema
@@ -96,4 +96,9 @@ def new_element_queries(job_id: str):
     """New elements placed into the finished job, which is not changed."""
     record = operations.get_record(job_id)
     body = new_elements_schema(current_app.config).load(json_body())
-    return jsonify(newelements.place(record, body))
+    rows, selfs = newelements.new_rows(record, body["elements"])
+    answer = newelements.place(record, body, rows, selfs)
+    if body.get("persist"):  # a new job of the old input and these elements
+        names = [element["id"] for element in answer["elements"]]
+        answer["version"] = versions.new_version(record, body["elements"], names, rows, selfs)
+    return jsonify(answer)

@@ -26,6 +26,7 @@ from sca_worker.inputs import sparse_arrays
 
 from ..body import read_json
 from ..errors import ProblemError, invalid
+from ..options import INPUT_LIMITS
 from . import callbacks
 from .schemas import INPUTS, SparseConsensusSchema, job_request_schema
 
@@ -203,16 +204,16 @@ def check_sizes(kind: str, arrays: dict, source: dict) -> None:
 def check_shape(name: str, kind: str, shape: tuple[int, int], dense: bool = True) -> None:
     """The limits on the elements (rows) and the features, runs or dense size
     of a ``kind`` input of ``shape`` (413 naming ``name``)."""
-    config, spec = current_app.config, INPUT_KINDS[kind]
+    config, spec, limits = current_app.config, INPUT_KINDS[kind], INPUT_LIMITS[kind]
     n, m = shape
-    if spec.dense_limit and dense and n > config[spec.dense_limit]:
+    if "dense" in limits and dense and n > config[limits["dense"]]:
         too_large(
             name,
-            f"a dense {kind} may have at most {config[spec.dense_limit]} "
+            f"a dense {kind} may have at most {config[limits['dense']]} "
             f"rows (got {n}); send it sparse",
         )
-    if spec.columns_limit and m > config[spec.columns_limit]:
-        too_large(name, f"at most {config[spec.columns_limit]} {spec.columns} (got {m})")
+    if "columns" in limits and m > config[limits["columns"]]:
+        too_large(name, f"at most {config[limits['columns']]} {spec.columns} (got {m})")
     if n > config["SCA_MAX_N"]:
         too_large(name, f"at most {config['SCA_MAX_N']} elements (got {n})")
 

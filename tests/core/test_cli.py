@@ -220,6 +220,27 @@ def test_help_describes_every_option_under_one_options_heading(capsys, command):
         assert "0-based index (the first element is 0)" in " ".join(text.split())
 
 
+def test_help_lists_the_commands_other_packages_add(capsys):
+    """``submit``, ``query`` (sca_client) and ``serve`` (sca_service) come from the
+    ``sca.commands`` entry points; ``sca --help`` lists them without importing them."""
+    with pytest.raises(SystemExit) as exit_:
+        main(["--help"])
+    assert exit_.value.code == 0
+    listed = capsys.readouterr().out
+    for command in ("cluster", "custom", "submit", "query", "serve"):
+        assert f"    {command} " in listed, listed
+
+
+def test_a_command_whose_package_cannot_be_imported_says_so(monkeypatch, capsys):
+    from importlib.metadata import EntryPoint
+
+    broken = EntryPoint("broken", "sca_missing_package.commands:add", "sca.commands")
+    monkeypatch.setattr("importlib.metadata.entry_points", lambda group: [broken])
+    assert main(["broken", "--any", "thing"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("sca broken: ") and "sca_missing_package" in err
+
+
 def test_serve_without_the_server_extra_says_what_to_install(monkeypatch, capsys):
     monkeypatch.setitem(sys.modules, "sca_service.cli", None)  # as if not installed
     assert main(["serve", "--port", "1"]) == 2

@@ -7,41 +7,8 @@ import pytest
 
 import sca
 from sca import options as registry
-from sca.options_docs import OPTIONS_PAGE, generated
-from sca.options_docs import main as generate
 
 from .conftest import BASEBALL_S
-
-
-def test_the_committed_readme_and_openapi_match_the_registry():
-    """Fails when the docs' options tables or openapi.yaml's Options schema drift
-    from sca/options.py: run ``python -m sca.options --write``."""
-    for path, text in generated().items():
-        assert path.read_text(encoding="utf-8") == text, (
-            f"{path.name} is out of date: run python -m sca.options --write"
-        )
-    assert generate(["--check"]) == 0
-
-
-def test_a_changed_default_shows_as_drift(tmp_path, monkeypatch):
-    for name in (OPTIONS_PAGE, "openapi.yaml"):
-        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / name).write_text((registry_root() / name).read_text(encoding="utf-8"))
-    assert generate(["--check", "--root", str(tmp_path)]) == 0
-    changed = tuple(
-        registry.Option(**{**o.__dict__, "default": 7}) if o.name == "stable" else o
-        for o in registry.CLUSTERING
-    )
-    monkeypatch.setattr("sca.options_docs.CLUSTERING", changed)
-    assert generate(["--check", "--root", str(tmp_path)]) == 1
-    assert generate(["--write", "--root", str(tmp_path)]) == 0
-    assert "default: 7" in (tmp_path / "openapi.yaml").read_text()
-
-
-def registry_root():
-    from sca.options_docs import ROOT
-
-    return ROOT
 
 
 @pytest.mark.parametrize(

@@ -7,7 +7,7 @@ import pytest
 import scipy.sparse as sp
 
 import sca
-from sca.newrows import neighbour_rows
+from sca.newrows import check_new_data, consensus_rows_each, neighbour_index, neighbour_rows
 from sca.placement import BorderedOperator, extend_scaling
 from sca.planted import planted_runs, planted_truth
 from tests.conftest import BASEBALL_S, DATA, load_csv
@@ -176,3 +176,35 @@ def test_a_new_element_similar_to_nothing_is_refused():
         extend_scaling(balanced.d, np.zeros(6), 1.0)
     with pytest.raises(sca.SCAError):
         extend_scaling(balanced.d, np.ones(6), 0.0)
+
+
+@pytest.mark.parametrize(
+    "values, nonnegative, message",
+    [
+        ([[1.0, 2.0], "ab"], False, "must be a list of numbers"),
+        ([[1.0, 2.0], [1.0]], False, "needs the job's 2 features"),
+        ([[1.0, 2.0], [1.0, np.nan]], False, "NaN or infinite"),
+        ([[1.0, 2.0], [1.0, -1.0]], True, "NMF needs nonnegative data"),
+    ],
+)
+def test_new_raw_rows_are_checked_one_by_one(values, nonnegative, message):
+    with pytest.raises(sca.SCAError, match=message) as fault:
+        check_new_data(values, 2, nonnegative=nonnegative, field="elements[{i}].data")
+    assert fault.value.field == "elements[1].data"
+    rows = check_new_data([[1, 2], [3.5, 4]], 2, nonnegative=True)
+    assert rows.dtype == float and rows.tolist() == [[1.0, 2.0], [3.5, 4.0]]
+
+
+def test_consensus_rows_each_names_the_faulty_element():
+    rows, selfs = consensus_rows_each([[1.0, 0.0, 2.0], [0.0, 3.0, 1.0]], [None, 4.0], 3, 5.0)
+    assert rows.shape == (3, 2) and rows[:, 1].tolist() == [0.0, 3.0, 1.0]
+    assert selfs.tolist() == [5.0, 4.0]
+    with pytest.raises(sca.SCAError) as fault:
+        consensus_rows_each([[1.0, 0.0, 2.0], [0.0, -3.0, 1.0]], [None, None], 3, 5.0, "e[{i}]")
+    assert fault.value.field == "e[1]"
+
+
+def test_the_neighbour_index_finds_each_row_itself():
+    X = np.random.default_rng(0).normal(size=(20, 3))
+    _, near = neighbour_index(X, "cosine").kneighbors(X, n_neighbors=1)
+    assert near.ravel().tolist() == list(range(20))

@@ -177,7 +177,7 @@ def test_unavailable_plots_say_why(baseball_run):
 
 def test_core_imports_without_matplotlib():
     code = (
-        "import sys; import sca, sca.plots, sca.client, sca.cli; "
+        "import sys; import sca, sca.plots, sca_client, sca.cli; "
         "print(sorted(m for m in ('matplotlib', 'requests', 'flask') if m in sys.modules))"
     )
     out = subprocess.run(

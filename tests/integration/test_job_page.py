@@ -10,7 +10,7 @@ import os
 
 import pytest
 
-from sca.client import Client
+from sca_client import Client
 from sca_service import create_app
 from sca_worker import events
 from tests.conftest import BASEBALL_BODY, BASEBALL_TEAMS, ROOT

@@ -14,7 +14,7 @@ import requests
 from sklearn.datasets import make_blobs
 
 from sca import matching
-from sca.client import Client, InvalidInput
+from sca_client import Client, InvalidInput
 from tests.conftest import http_get, wait_for
 
 ENSEMBLE = [

@@ -12,7 +12,7 @@ import pytest
 import redis
 import requests
 
-from sca.events import parse
+from sca_client.events import parse
 from tests.conftest import BASEBALL_BODY, free_port
 from tests.integration.faults import AUTH, Api, Worker, leukemia_job, worker_env
 from tests.receiver import Receiver, verify

@@ -1,4 +1,4 @@
-"""sca.client and ``sca submit`` against the API served over real HTTP."""
+"""sca_client and ``sca submit`` against the API served over real HTTP."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import json
 import numpy as np
 import pytest
 
-from sca import client as c
+from sca_client import client as c
 from sca_service import create_app
 from tests.conftest import (
     BASEBALL_CSV,

@@ -9,8 +9,8 @@ import time
 import pytest
 import requests
 
-from sca import client as c
-from sca.events import parse
+from sca_client import client as c
+from sca_client.events import parse
 from sca_service import create_app, front
 from tests.conftest import BASEBALL_BODY, Terminal
 from tests.receiver import Receiver, verify

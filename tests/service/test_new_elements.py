@@ -124,7 +124,7 @@ def test_players_answer_by_id(client, baseball):
 
 def test_client_query_and_sca_query_on_a_served_job(tmp_path, capsys):
     from sca.cli import main
-    from sca.client import Client, InvalidInput
+    from sca_client import Client, InvalidInput
     from tests.service.serving import sca_serve
 
     with sca_serve() as base:

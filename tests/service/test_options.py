@@ -10,10 +10,43 @@ from sca_service.jobs.schemas import (
     custom_cluster_schema_class,
     job_request_schema,
 )
+from sca_service.options_docs import OPTIONS_PAGE, generated
+from sca_service.options_docs import main as generate
 from tests.conftest import BASEBALL_BODY
 from tests.service.conftest import load_spec, problem
 
 LIMITS = {"SCA_MAX_K": 50, "SCA_MAX_K_HAT": 60, "SCA_MAX_ITERATIONS": 70, "SCA_MAX_STARTS": 80}
+
+
+def test_the_committed_readme_and_openapi_match_the_registry():
+    """Fails when the docs' options tables or openapi.yaml's Options schema drift
+    from sca/options.py: run ``python -m sca_service.options_docs --write``."""
+    for path, text in generated().items():
+        assert path.read_text(encoding="utf-8") == text, (
+            f"{path.name} is out of date: run python -m sca_service.options_docs --write"
+        )
+    assert generate(["--check"]) == 0
+
+
+def test_a_changed_default_shows_as_drift(tmp_path, monkeypatch):
+    for name in (OPTIONS_PAGE, "openapi.yaml"):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text((registry_root() / name).read_text(encoding="utf-8"))
+    assert generate(["--check", "--root", str(tmp_path)]) == 0
+    changed = tuple(
+        registry.Option(**{**o.__dict__, "default": 7}) if o.name == "stable" else o
+        for o in registry.CLUSTERING
+    )
+    monkeypatch.setattr("sca_service.options_docs.CLUSTERING", changed)
+    assert generate(["--check", "--root", str(tmp_path)]) == 1
+    assert generate(["--write", "--root", str(tmp_path)]) == 0
+    assert "default: 7" in (tmp_path / "openapi.yaml").read_text()
+
+
+def registry_root():
+    from sca_service.options_docs import ROOT
+
+    return ROOT
 
 
 def test_the_schemas_have_the_registry_s_fields():

@@ -1,4 +1,4 @@
-"""``sca submit``: run a clustering on the service with :mod:`sca.client`.
+"""``sca submit``: run a clustering on the service with :mod:`sca_client.client`.
 
 Examples
 --------
@@ -8,7 +8,11 @@ sca submit --url http://127.0.0.1:8000 --data X.csv --ensemble nmf:2,3x50 --plot
 
 The input options are those of ``sca cluster``; the job document (with its
 ``result``) is printed as JSON.  A bar by stage is drawn on standard error
-while the job runs, when standard error is a terminal.
+while the job runs, when standard error is a terminal.  The core's command
+line (:mod:`sca.cli`) finds :func:`add_submit_command` through the
+``sca.commands`` entry point; the client itself is imported when the command
+runs: :mod:`sca_client.client` imports ``requests`` (the client extra) on first
+use, so a missing extra is named, not a traceback.
 """
 
 from __future__ import annotations
@@ -16,9 +20,14 @@ from __future__ import annotations
 import json
 import os
 import sys
+from importlib.util import find_spec
+from pathlib import Path
 
-from . import options as registry
-from .errors import SCAError
+from sca import options as registry
+from sca.cli import add_input_arguments, add_option_arguments, given_options, read_inputs
+from sca.errors import SCAError
+
+from . import client as c
 
 CLIENT_EXTRA = "pip install 'stochastic-clustering[client]'"
 
@@ -40,9 +49,7 @@ def add_service_arguments(parser) -> None:
 
 
 def add_submit_command(sub) -> None:
-    """Add ``submit`` to an argparse subparsers action."""
-    from .cli import add_input_arguments, add_option_arguments
-
+    """Add ``submit`` to an argparse subparsers action (the ``sca.commands`` entry point)."""
     p = sub.add_parser(
         "submit",
         help="submit a clustering job to the service and wait for it",
@@ -73,30 +80,34 @@ def add_submit_command(sub) -> None:
         default="png",
         help="format of the plots (default: png)",
     )
+    p.set_defaults(run=run_submit)
 
 
 def _options(args) -> dict:
     """The options given (the service fills in the rest), checked as the API will."""
-    from .cli import given_options
-
     options = given_options(args, registry.options_for("job"))
     registry.validate(options, scope="job")
     return options
 
 
-def _fail(message: str, code: int) -> int:
-    print(f"sca submit: {message}", file=sys.stderr)
+def _fail(message: str, code: int, command: str = "submit") -> int:
+    print(f"sca {command}: {message}", file=sys.stderr)
     return code
+
+
+def client_missing(command: str) -> int:
+    """2 (after one line naming the extra) when ``requests`` is not installed, else 0."""
+    if find_spec("requests") is not None:
+        return 0
+    message = f"the client extra is not installed (requests is missing): {CLIENT_EXTRA}"
+    return _fail(message, 2, command)
 
 
 def run_submit(args) -> int:
     """Carry out ``sca submit``: 0 done, 1 job failed, 2 bad input, 3 service unreachable."""
-    from importlib.util import find_spec
-
-    if find_spec("requests") is None:
-        return _fail(f"the client extra is not installed (requests is missing): {CLIENT_EXTRA}", 2)
-    from . import client as c
-    from .cli import read_inputs
+    missing = client_missing("submit")
+    if missing:
+        return missing
 
     try:
         options = _options(args)
@@ -141,8 +152,6 @@ def run_submit(args) -> int:
 
 
 def _save_plots(job, document: dict, directory: str, plot_format: str) -> None:
-    from pathlib import Path
-
     formats = ("png", "svg") if plot_format == "both" else (plot_format,)
     names = ["spectrum", "trace", "consensus", "histogram"]
     if document.get("result", {}).get("membership") is not None:

@@ -1,7 +1,8 @@
 """The docs' options tables (``docs/guide/options.md``) and ``openapi.yaml``'s
-``Options`` schema, from :mod:`sca.options`.
+``Options`` schema, from the core's registry (:mod:`sca.options`) and the
+service's limits (:data:`sca_service.options.LIMITS`).
 
-``python -m sca.options --write`` rewrites the generated regions of both
+``python -m sca_service.options_docs --write`` rewrites the generated regions of both
 files (between their BEGIN/END markers); ``--check`` exits 1 when the
 committed files differ from what the registry gives (a test does the same);
 ``--openapi`` and ``--readme`` print the fragments.
@@ -14,10 +15,14 @@ import json
 import sys
 from pathlib import Path
 
-from .options import CLUSTERING, CUSTOM, Option
+from sca.options import CLUSTERING, CUSTOM, Option
+
+from .options import limit
 
 ROOT = Path(__file__).resolve().parents[1]
-SOURCE = "generated from sca/options.py by `python -m sca.options --write`; do not edit"
+SOURCE = (
+    "generated from sca/options.py by `python -m sca_service.options_docs --write`; do not edit"
+)
 TABLE_MARKERS = (f"<!-- BEGIN options: {SOURCE} -->", "<!-- END options -->")
 OPENAPI_MARKERS = (f"    # BEGIN options: {SOURCE}", "    # END options")
 #: The page of the options tables, relative to the repository.
@@ -33,10 +38,10 @@ def _yaml(value) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
-def schema(option: Option) -> dict:
+def schema(option: Option, group: str = "clustering") -> dict:
     """The JSON Schema of one option (null stands for its default)."""
     kind = {"element": None}.get(option.type, option.type)
-    out: dict = {"description": _description(option)}
+    out: dict = {"description": _description(option, group)}
     if option.type == "element":
         out["oneOf"] = [{"type": "string"}, {"type": "integer"}]
         return out
@@ -52,12 +57,13 @@ def schema(option: Option) -> dict:
     return out
 
 
-def _description(option: Option) -> str:
+def _description(option: Option, group: str) -> str:
     text = option.doc
     if option.default is None and option.default_doc is not None:
         text += f" Default: {option.default_doc}."
-    if option.limit:
-        text += f" At most `{option.limit}` (422 beyond)."
+    setting = limit(option, group)
+    if setting:
+        text += f" At most `{setting}` (422 beyond)."
     return text
 
 
@@ -83,7 +89,7 @@ def openapi_fragment() -> str:
     return "\n".join(lines) + "\n"
 
 
-def _values(option: Option) -> str:
+def _values(option: Option, group: str) -> str:
     if option.choices is not None:
         return ", ".join(f"`{c}`" for c in option.choices)
     if option.type == "element":
@@ -97,7 +103,8 @@ def _values(option: Option) -> str:
         text = f"{option.type} {low:g} … {option.maximum}"
     else:
         text = f"{option.type} ≥ {low:g}"
-    return text + (f", API ≤ `{option.limit}`" if option.limit else "")
+    setting = limit(option, group)
+    return text + (f", API ≤ `{setting}`" if setting else "")
 
 
 def _default(option: Option) -> str:
@@ -109,7 +116,7 @@ def _default(option: Option) -> str:
     return text if option.default_doc else f"`{text}`"
 
 
-def _table(options, where: dict, paper: bool) -> list[str]:
+def _table(options, where: dict, paper: bool, group: str) -> list[str]:
     head = [
         "option",
         "values",
@@ -121,7 +128,7 @@ def _table(options, where: dict, paper: bool) -> list[str]:
     rows = ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
     for option in options:
         places = ", ".join(where[s] for s in where if s in option.scopes)
-        cells = [f"`{option.name}`", _values(option), _default(option)]
+        cells = [f"`{option.name}`", _values(option, group), _default(option)]
         if paper:
             cells.append(f"`{option.paper}`" if option.paper else "")
         cells += [places, option.doc.replace("|", "\\|")]
@@ -131,14 +138,14 @@ def _table(options, where: dict, paper: bool) -> list[str]:
 
 def readme_fragment() -> str:
     """The docs' options tables (clustering options, then custom clusters)."""
-    lines = _table(CLUSTERING, _WHERE, paper=True)
+    lines = _table(CLUSTERING, _WHERE, paper=True, group="clustering")
     lines += [
         "",
         "Custom clusters (`POST /v1/jobs/{id}/custom-clusters`, `sca custom`; the "
         "paper's Fig. 5.2):",
         "",
     ]
-    lines += _table(CUSTOM, _WHERE_CUSTOM, paper=False)
+    lines += _table(CUSTOM, _WHERE_CUSTOM, paper=False, group="custom")
     return "\n".join(lines) + "\n"
 
 
@@ -168,7 +175,7 @@ def generated(root: Path = ROOT) -> dict[Path, str]:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(
-        prog="python -m sca.options",
+        prog="python -m sca_service.options_docs",
         description=f"Generate the options tables of {OPTIONS_PAGE} and the "
         "Options schema of openapi.yaml from sca/options.py.",
     )
@@ -194,9 +201,14 @@ def main(argv=None) -> int:
                 path.write_text(text, encoding="utf-8")
     if args.check and stale:
         print(
-            f"out of date: {', '.join(stale)}; run python -m sca.options --write", file=sys.stderr
+            f"out of date: {', '.join(stale)}; run python -m sca_service.options_docs --write",
+            file=sys.stderr,
         )
         return 1
     if args.write:
         print(f"rewrote {', '.join(stale)}" if stale else "up to date", file=sys.stderr)
     return 0
+
+
+if __name__ == "__main__":  # pragma: no cover - python -m sca_service.options_docs
+    sys.exit(main())

@@ -2,7 +2,7 @@
 
 Examples
 --------
->>> from sca.client import Client                                  # doctest: +SKIP
+>>> from sca_client import Client                                  # doctest: +SKIP
 >>> client = Client("http://127.0.0.1:8000")                       # doctest: +SKIP
 >>> job = client.submit(consensus=S, ids=["Rose", "Cobb", ...])    # doctest: +SKIP
 >>> job.wait(progress=True)        # a bar by stage on a terminal   # doctest: +SKIP
@@ -26,7 +26,10 @@ import json
 import time
 from urllib.parse import quote
 
-from .client_errors import (  # noqa: F401 (re-exported)
+from sca.options import one_input
+from sca.progress import StageProgress
+
+from .errors import (  # noqa: F401 (re-exported)
     ERRORS,
     BadRequest,
     ClientError,
@@ -49,8 +52,7 @@ from .client_errors import (  # noqa: F401 (re-exported)
     WaitTimeout,
     error_for,
 )
-from .options import one_input
-from .progress import StageProgress
+from .events import follow
 
 ACTIVE = ("queued", "running")
 
@@ -84,7 +86,7 @@ class Client:
         headers: dict | None = None,
         session=None,
     ):
-        import requests
+        import requests  # the client extra: absent, `sca submit` names it (sca_client.submit)
 
         self.url = url.rstrip("/")
         self.timeout = timeout
@@ -97,7 +99,7 @@ class Client:
     # -- HTTP ------------------------------------------------------------------------------
     def request(self, method: str, path: str, **kwargs):
         """One request; raises :class:`ServiceError` subclasses on error answers."""
-        import requests
+        import requests  # the client extra (see __init__)
 
         kwargs.setdefault("timeout", self.timeout)
         try:
@@ -146,7 +148,7 @@ class Client:
         extra = {"ensemble": ensemble, "snn": snn, "ids": _listify(ids), "options": options}
         extra = {k: v for k, v in extra.items() if v is not None}
         if upload:
-            import numpy as np
+            import numpy as np  # only for an upload: `sca submit --help` stays light
 
             buffer = io.BytesIO()
             np.save(buffer, np.asarray(matrix), allow_pickle=False)
@@ -213,8 +215,6 @@ class Client:
         when it sends none).  Raises :class:`JobFailed`, :class:`JobCancelled`
         or :class:`WaitTimeout`.
         """
-        from .events import follow
-
         bar = StageProgress(stream, enabled=None if progress else False)
         start = time.monotonic()
         deadline = None if timeout is None else start + timeout

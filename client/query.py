@@ -18,12 +18,16 @@ from __future__ import annotations
 import json
 import sys
 
-from .errors import SCAError
-from .remote import add_service_arguments
+from sca import options as registry
+from sca.cli import add_option_arguments
+from sca.errors import SCAError
+
+from . import client as c
+from .submit import add_service_arguments, client_missing
 
 
 def add_query_command(sub) -> None:
-    """Add ``query`` to an argparse subparsers action."""
+    """Add ``query`` to an argparse subparsers action (the ``sca.commands`` entry point)."""
     p = sub.add_parser("query", help="place new elements into a finished job on the service")
     add_service_arguments(p)
     p.add_argument("--job", required=True, help="the finished job's id")
@@ -39,9 +43,6 @@ def add_query_command(sub) -> None:
         dest="self_similarity",
         help="with --consensus: each new element's similarity to itself",
     )
-    from . import options as registry
-    from .cli import add_option_arguments
-
     custom = {o.name: o for o in registry.CUSTOM}
     add_option_arguments(
         p.add_argument_group("custom clusters"),
@@ -54,10 +55,11 @@ def add_query_command(sub) -> None:
         help="length of each new element's ranked list (default: 6)",
     )
     p.add_argument("--no-custom", action="store_true", help="skip the custom clusters")
+    p.set_defaults(run=run_query)
 
 
 def _elements(args) -> list:
-    from .io import read_ids, read_matrix_file
+    from sca.io import read_ids, read_matrix_file  # numpy: `sca query --help` stays light
 
     if args.elements:
         try:
@@ -85,8 +87,9 @@ def _elements(args) -> list:
 
 def run_query(args) -> int:
     """Carry out ``sca query``; prints the placements as JSON."""
-    from . import client as c
-
+    missing = client_missing("query")
+    if missing:
+        return missing
     try:
         elements = _elements(args)
     except SCAError as exc:

@@ -1,8 +1,8 @@
-"""The errors of :mod:`sca.client`: every problem+json answer as a typed exception.
+"""The errors of :mod:`sca_client`: every problem+json answer as a typed exception.
 
 :func:`error_for` picks the :class:`ServiceError` subclass of a response's
 status; each carries ``status``, ``type``, ``title``, ``detail``, ``errors``
-and the whole ``problem``.  :mod:`sca.client` re-exports all of them.
+and the whole ``problem``.  :mod:`sca_client` re-exports all of them.
 """
 
 from __future__ import annotations

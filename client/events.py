@@ -4,7 +4,7 @@
 :func:`follow` reads a job's stream, reconnecting with ``Last-Event-ID``
 when the server ends it early, until the terminal event.  It returns False
 whenever the stream cannot be used (an error answer, another media type, a
-broken connection), and :meth:`sca.client.Client.wait` then polls instead.
+broken connection), and :meth:`sca_client.Client.wait` then polls instead.
 HTTP goes through the client's ``requests`` session, imported lazily.
 """
 
@@ -57,7 +57,7 @@ def follow(client, job_id: str, on_event, deadline: float | None = None) -> bool
     """Call ``on_event(event)`` for each event of the job until its terminal one
     (True), or until the stream fails (False).  Raises ``TimeoutError`` past
     ``deadline`` (``time.monotonic()``)."""
-    import requests
+    import requests  # the client extra, as in sca_client.client
 
     path = f"{client.url}/v1/jobs/{quote(job_id, safe='')}/events"
     last_id, retry = None, 2.0
