@@ -93,7 +93,7 @@ def run_query(args) -> int:
     try:
         elements = _elements(args)
     except SCAError as exc:
-        print(f"sca query: error [{exc.field}]: {exc}", file=sys.stderr)
+        print(f"sca query: {exc.line()}", file=sys.stderr)
         return 2
     api = c.Client(args.url, api_key=args.api_key)
     try:

@@ -113,12 +113,12 @@ def run_submit(args) -> int:
         options = _options(args)
         inputs, ids = read_inputs(args)
     except SCAError as exc:
-        return _fail(f"error [{exc.field}]: {exc}", 2)
+        return _fail(exc.line(), 2)
     snn = inputs.get("snn")
     try:
         kind = registry.one_input([name for name, value in inputs.items() if value is not None])
     except SCAError as exc:
-        return _fail(f"error [{exc.field}]: {exc}", 2)
+        return _fail(exc.line(), 2)
     api = c.Client(args.url, api_key=args.api_key)
     try:
         job = api.submit(

@@ -352,8 +352,7 @@ def execute(args) -> int:
     try:
         out = run(args)
     except SCAError as exc:
-        where = f" [{exc.field}]" if exc.field else ""
-        print(f"sca {args.command}: error{where}: {exc}", file=sys.stderr)
+        print(f"sca {args.command}: {exc.line()}", file=sys.stderr)
         return 2
     # dumps, not dump: only a one-shot encoding uses the C encoder (10x faster at large n)
     sys.stdout.write(json.dumps(out) + "\n")

@@ -26,6 +26,14 @@ class SCAError(ValueError):
         super().__init__(message)
         self.field = field
 
+    def line(self) -> str:
+        """The error as a command line prints it: ``error [field]: what``, the
+        field said once (messages usually begin with it, for the API's detail)."""
+        text = str(self)
+        if not self.field:
+            return f"error: {text}"
+        return f"error [{self.field}]: {text.removeprefix(f'{self.field}: ')}"
+
 
 class BalancingError(SCAError):
     """Sinkhorn-Knopp stopped at its iteration cap before the tolerance.

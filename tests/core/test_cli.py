@@ -203,6 +203,9 @@ def test_bad_files_are_refused(tmp_path, capsys):
         capsys, "cluster", "--consensus", str(tmp_path / "bad.csv"), "--ensemble", "foo"
     )
     assert status == 2 and "ALGO:K" in err
+    status, err = fail(capsys, "cluster", "--data", str(tmp_path / "missing.csv"))
+    assert status == 2
+    assert err.startswith("sca cluster: error [data]: cannot read ") and err.count("data") == 1
 
 
 @pytest.mark.parametrize("command", ["cluster", "custom", "submit", "query", "serve"])
