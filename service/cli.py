@@ -72,6 +72,13 @@ def serve(
     problem = start_up_problem(settings)
     if problem:
         return _refuse(problem)
+    try:  # taken or forbidden: said in one line, before the serving lines and any retry
+        probe = front.listen(host, port)
+    except OSError as exc:
+        return _refuse(
+            f"cannot listen on {host}:{port}: {exc.strerror or exc} "
+            "(choose another address with --host/--port or SCA_HOST/SCA_PORT)"
+        )
     embedded = not settings.get("REDIS_URL")
     if not (settings.get("SCA_API_KEYS") or settings.get("SCA_API_KEYS_FILE")):
         print(
@@ -101,7 +108,8 @@ def serve(
                 "sca serve: one API process (install gunicorn, the `server` extra, for --workers)",
                 file=sys.stderr,
             )
-        return _serve_one(host, port, threads)
+        return _serve_one(probe, threads)
+    probe.close()  # gunicorn's arbiter binds the address itself
 
     class _App(BaseApplication):
         def load_config(self):
@@ -120,13 +128,13 @@ def serve(
     return 0
 
 
-def _serve_one(host: str, port: int, threads: int) -> int:
-    """One process, no gunicorn: the front until SIGTERM or SIGINT."""
+def _serve_one(sock, threads: int) -> int:
+    """One process, no gunicorn: the front on the listening ``sock`` until SIGTERM or SIGINT."""
     stop = threading.Event()
     for name in (signal.SIGTERM, signal.SIGINT):
         signal.signal(name, lambda *_: stop.set())
     app = create_app()
-    server = front.create_server(app, front.listen(host, port), app.config, threads)
+    server = front.create_server(app, sock, app.config, threads)
     front.serve_until(server, alive=lambda: not stop.is_set())
     return 0
 

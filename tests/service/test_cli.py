@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 
@@ -95,3 +96,21 @@ def test_serve_reads_its_address_through_the_typed_loader(monkeypatch, capsys):
 def test_a_flag_spelled_as_a_word_lets_redis_mode_run_open():
     settings = from_env({"REDIS_URL": "redis://127.0.0.1:1/0", "SCA_ALLOW_ANONYMOUS": "true"})
     assert settings["SCA_ALLOW_ANONYMOUS"] is True and cli.start_up_problem(settings) is None
+
+
+def test_serve_on_a_taken_port_says_so_in_one_line():
+    with socket.create_server(("127.0.0.1", 0)) as taken:
+        port = taken.getsockname()[1]
+        done = subprocess.run(
+            [sys.executable, "-m", "sca_service.cli", "serve", "--port", str(port)],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env={
+                k: v for k, v in os.environ.items() if not k.startswith("SCA_") and k != "REDIS_URL"
+            },
+        )
+    assert done.returncode == 2
+    assert done.stderr.startswith(f"sca serve: cannot listen on 127.0.0.1:{port}: ")
+    assert done.stderr.count("\n") == 1 and "--port" in done.stderr, done.stderr
