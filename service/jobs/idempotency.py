@@ -36,6 +36,7 @@ import uuid
 from flask import Response, current_app, request
 
 from sca_worker.problems import PROBLEM_BASE
+from sca_worker.store import keys
 
 from ..auth import current_owner
 from ..backend import backend
@@ -87,7 +88,7 @@ def fingerprint() -> str:
 
 def _name(key: str) -> str:
     owner = current_owner() or "anonymous"
-    return f"idem:{owner}:{hashlib.sha256(key.encode()).hexdigest()}"
+    return keys.idempotency(owner, hashlib.sha256(key.encode()).hexdigest())
 
 
 def _conflict(key: str) -> ProblemError:

@@ -18,7 +18,8 @@ from flask import current_app
 import sca
 from sca.newrows import check_new_labels
 from sca_worker.jobs import namer
-from sca_worker.stages import artifact_keys, job_scaling
+from sca_worker.stages import job_scaling
+from sca_worker.store.keys import artifact_keys
 
 from ..backend import backend
 from ..errors import invalid
