@@ -139,6 +139,8 @@ def _warn_about_redis(store) -> None:
 def _start_watchdog(sender=None, **kwargs):
     """Each worker's main process checks Redis's settings, then watches the
     heartbeats of every worker's tasks."""
+    # Here, not at the top: the API imports this module, and the heartbeat's
+    # stages load scikit-learn, which only workers need.
     from .heartbeat import Watchdog
 
     celery = getattr(sender, "app", None)

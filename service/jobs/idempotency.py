@@ -6,8 +6,8 @@ answer) names it with a key of its choosing.  Keys are scoped per API key
 (the request's owner) and kept ``SCA_IDEMPOTENCY_TTL`` seconds:
 
 * the first request with a key claims it with a *pending* marker, set only
-  when absent (Redis ``SET NX``; the in-memory store's lock in the embedded
-  default), so of two requests arriving together in any API processes
+  when absent (Redis ``SET NX``, on the Redis server or, in the embedded
+  default, in process), so of two requests arriving together in any API processes
   exactly one goes on;
 * once accepted, the marker is replaced (compare-and-set on the marker, so a
   claim that lapsed is never overwritten) by the answer: status, body and

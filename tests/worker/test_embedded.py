@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 
 from sca_worker.embedded import EmbeddedRunner, run_job
@@ -27,6 +29,7 @@ def test_runner_with_labels_and_cancel():
     runner.submit(record["id"])
     runner.wait(record["id"], timeout=30)
     assert store.get_job(record["id"])["status"] == "succeeded"
+    assert store.silent_jobs(time.time() + 1) == []  # no watchdog here: the runner prunes
     cancelled = make_job(store, options={"seed": 3})
     store.update_job(cancelled["id"], {"status": "cancelled"})
     runner.submit(cancelled["id"])

@@ -13,8 +13,8 @@ name                       what                            written by
 ``job:<id>:events``        a job's progress events         API, workers
                            (stream)
 ``<name>:chunk:<i>``       chunk ``i`` of a large artifact the store
-``input:<h>`` ... see      content-addressed artifacts     API, workers
-:func:`artifact_keys`
+``input:<h>``, ``P:<h>``   content-addressed artifacts     API, workers
+...                        (:func:`artifact_keys`)
 ``ids:<id>``               a job's element ids (JSON)      API; deleted by
                                                            :mod:`sca_worker.cleanup`
 ``refs:<h_input>``         the jobs using an input (set)   API
