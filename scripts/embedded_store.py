@@ -9,7 +9,9 @@ test client:
   of it, so that no job finds another's result cached), and a raw-data job
   of 120 points clustered by an ensemble of 4 k-means runs (the race tests' job);
 * the throughput of ``--jobs`` baseball jobs submitted at once (jobs per second
-  from the first submission to the last finished job).
+  from the first submission to the last finished job);
+* one store operation: reading a job record (median of 2,000), and how many
+  store operations one baseball job makes.
 
     python scripts/embedded_store.py --jobs 60
 
@@ -84,6 +86,39 @@ def throughput(client, runner, count: int, offset: int) -> float:
     return count / (time.perf_counter() - start)
 
 
+def record_read(store) -> float:
+    store.create_job("bench", {"id": "bench", "status": "queued", "n": 6, "stages": ["a", "b"]})
+    seconds = []
+    for _ in range(2000):
+        start = time.perf_counter()
+        store.get_job("bench")
+        seconds.append(time.perf_counter() - start)
+    return statistics.median(seconds)
+
+
+def operations_per_job(client, runner, store) -> int:
+    """Store calls made while one baseball job is submitted and run (public methods)."""
+    counted = [0]
+    names = [n for n in dir(store) if not n.startswith("_") and callable(getattr(store, n))]
+    originals = {n: getattr(store, n) for n in names}
+
+    def counting(method):
+        def call(*args, **kwargs):
+            counted[0] += 1
+            return method(*args, **kwargs)
+
+        return call
+
+    for name, method in originals.items():
+        setattr(store, name, counting(method))
+    try:
+        finish(client, runner, run(client, runner, baseball(10**7)))
+    finally:
+        for name in originals:
+            delattr(store, name)
+    return counted[0]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--jobs", type=int, default=60)
@@ -103,6 +138,8 @@ def main() -> None:
     )
     print(f"larger raw-data latency (median): {latency(client, runner, larger, 3, 0):.2f} s")
     print(f"baseball throughput: {throughput(client, runner, args.jobs, 10**5):.1f} jobs/s")
+    print(f"job record read (median): {record_read(store) * 1e6:.0f} us")
+    print(f"store calls per baseball job: {operations_per_job(client, runner, store)}")
     runner.shutdown()
 
 

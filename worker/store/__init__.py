@@ -28,28 +28,38 @@ Without ``REDIS_URL`` (``sca serve``, the embedded runner) the same
 an in-memory store reimplemented each feature a second time (four pairs of
 twin classes), and only the Redis half ran the production scripts.
 
-Measured with ``python scripts/embedded_store.py --jobs 60`` (a 2-core machine
-shared with other work: read the ratios, not the absolute figures), before
-(the in-memory twin, commit 784a898) and after (fakeredis):
+Measured with ``python scripts/embedded_store.py --jobs 40`` (it uses the API
+only, so the same file runs on both versions), alternating runs before (the
+in-memory twin, commit 784a898) and after (fakeredis), on a 2-core machine
+shared with other work (load average 9 to 12): ranges over 3 to 5 runs each;
+read the ratios, not the absolute figures.
 
-======================================== =============== ===============
-embedded default, through the API        in-memory twin  fakeredis
-======================================== =============== ===============
-baseball job, median latency             60-72 ms        102-125 ms
-raw-data job (120 points, 4 runs)        145-196 ms      266-288 ms
-raw-data job (2,000 x 10, 20 runs)       2.34 s          2.74 s
-baseball jobs submitted together         15.5-17.8 /s    7.4-10.8 /s
-======================================== =============== ===============
+========================================== =============== ===============
+embedded default, through the API          in-memory twin  fakeredis
+========================================== =============== ===============
+baseball job, median latency               60-76 ms        94-140 ms
+raw-data job (120 points, 4 runs), median  145-271 ms      241-345 ms
+raw-data job (2,000 x 10, 20 runs), median 2.3-3.1 s       1.9-3.8 s
+baseball jobs submitted together           11-19 /s        6-10 /s
+one job record read (``get_job``), median  10 us           78 us
+store calls per baseball job               131             167
+========================================== =============== ===============
 
-fakeredis costs a fixed ~0.3-0.5 ms per command (it encodes and parses
-each one as a socket would), about 100 commands per small job: it doubles
-the latency of a toy job and adds ~15 % to a job with real work.  The
-embedded default is one process for one user; a tenth of a second per job
-is not felt there, and throughput is what Redis mode (unchanged) is for.
-In exchange there is one implementation of every feature, and the embedded
-race tests (``tests/integration/test_races.py``: identical jobs submitted
-together, a job deleted while its twin is submitted, 30 rounds each) run the
-production scripts and locks, and pass.
+fakeredis encodes and parses each command as a socket would, and runs each
+Lua script with a garbage collection of its interpreter after it: every
+store call costs tens of microseconds more, a scripted update about a
+millisecond.  (The calls per job grow because events, liveness and limits
+now go through the store too; the in-memory twin skipped liveness.)  So a
+toy job takes about twice as long and the embedded default finishes half as
+many of them per second, while a job with real work (the 2,000-point
+ensemble) is within the noise.  The embedded default is one process for one
+user, where a few tens of milliseconds per job are not felt, and
+throughput is what Redis mode (unchanged) is for.  In exchange there is one
+implementation of every feature instead of two that drift, and the
+embedded default runs the production scripts and locks: the race tests
+(``tests/integration/test_races.py``: identical jobs submitted together, a
+job deleted while its twin is submitted, 30 rounds each) pass on it as on
+Redis, as do the store's tests, run on both (``tests/worker/``).
 """
 
 from __future__ import annotations
