@@ -14,7 +14,6 @@ import io
 import json
 from collections.abc import Callable, Iterable, Mapping
 
-import fakeredis
 import numpy as np
 import redis
 
@@ -70,6 +69,10 @@ class StoreBase:
     @classmethod
     def in_process(cls, **kwargs):
         """A store on a Redis of its own in this process (fakeredis): the embedded default."""
+        # Here, not at the top: fakeredis and its Lua (a third of a second to
+        # import) are for the embedded default only, not Redis mode's processes.
+        import fakeredis
+
         return cls(fakeredis.FakeRedis(server=fakeredis.FakeServer()), **kwargs)
 
     def key(self, name: str) -> str:
