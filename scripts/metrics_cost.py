@@ -19,12 +19,12 @@ import uuid
 
 from sca_service.metrics import StoreCollector
 from sca_worker import metrics
-from sca_worker.store import RedisStore
+from sca_worker.store import Store
 
 KINDS = ("input", "P", "balance", "spectrum", "result", "ids")
 
 
-def fill(store: RedisStore, count: int, start: int) -> None:
+def fill(store: Store, count: int, start: int) -> None:
     with store.client.pipeline(transaction=False) as pipe:
         for i in range(start, count):
             status = metrics.STATUSES[i % len(metrics.STATUSES)]
@@ -51,7 +51,7 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, nargs="+", default=[1000, 10000, 100000])
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
-    store = RedisStore.from_url(args.redis, prefix=f"sca-metrics-cost-{uuid.uuid4().hex[:8]}:")
+    store = Store.from_url(args.redis, prefix=f"sca-metrics-cost-{uuid.uuid4().hex[:8]}:")
     collector = StoreCollector(store, queue=None)
     print("| jobs | keys | scrape s (median) | per 1000 jobs ms |")
     print("| ---: | ---: | ---: | ---: |")

@@ -42,7 +42,8 @@ def create_app(test_config=None) -> Flask:
     app.json.sort_keys = False  # type: ignore[attr-defined]  # Flask's DefaultJSONProvider
     errors.init_app(app)
     auth.init_app(app)
-    limits.init_app(app, backend.init_app(app).store)
+    backend.init_app(app)
+    limits.init_app(app)
     for name in BLUEPRINTS:
         app.register_blueprint(importlib.import_module(name).bp)
     return app

@@ -2,10 +2,10 @@
 
 :func:`init_app` puts a :class:`Backend` in ``app.extensions["sca"]``:
 
-* ``REDIS_URL`` set: a :class:`sca_worker.store.RedisStore` and a
+* ``REDIS_URL`` set: a :class:`sca_worker.store.Store` on Redis and a
   :class:`CeleryQueue` that sends the task ``sca.start`` by name (the API
   never runs a stage itself);
-* no ``REDIS_URL``: a :class:`sca_worker.store.MemoryStore` and an
+* no ``REDIS_URL``: a :class:`sca_worker.store.Store` in this process and an
   :class:`sca_worker.embedded.EmbeddedRunner` thread pool in this process.
 
 Tests may pass ``SCA_STORE`` and ``SCA_QUEUE`` objects in the config.
@@ -18,7 +18,7 @@ from collections import OrderedDict
 
 from flask import current_app
 
-from sca_worker.store import ArtifactStore, store_from_settings
+from sca_worker.store import Store, store_from_settings
 
 from .config import worker_settings
 
@@ -77,7 +77,7 @@ class OperatorCache:
 
 
 class Backend:
-    def __init__(self, store: ArtifactStore, queue, embedded: bool, size: int):
+    def __init__(self, store: Store, queue, embedded: bool, size: int):
         self.store = store
         self.queue = queue
         self.embedded = embedded

@@ -4,7 +4,7 @@
 ``sca serve`` serves the API through :mod:`sca_service.front` (waitress, which
 reads each request whole before a thread handles it, so slow clients cannot
 starve the service).  Without ``REDIS_URL`` it is the embedded default: one
-process, jobs on a thread pool, the in-memory store.  With ``REDIS_URL`` the
+process, jobs on a thread pool, the store in process.  With ``REDIS_URL`` the
 API only enqueues (start workers with ``celery -A worker worker``) and runs
 ``--workers`` processes under gunicorn's arbiter, each a waitress front with
 ``--threads`` threads; without gunicorn installed, one such process.

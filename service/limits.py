@@ -16,80 +16,27 @@ counted: reads go on, and the routes that write answer 503 ``store-full``.
 
 from __future__ import annotations
 
-import threading
 import time
 
 from flask import current_app, request
 
 from sca_worker.jobs import ACTIVE
 from sca_worker.problems import store_full
-from sca_worker.store import RedisStore
+from sca_worker.store import Store
 
 from .auth import current_owner, is_api_path, is_public_view
+from .backend import backend
 from .errors import ProblemError
 
 
-class RedisCounters:
-    def __init__(self, store):
-        self.store, self.client = store, store.client
-
-    def hit(self, owner: str, second: int) -> int:
-        """The requests of ``owner`` in ``second`` so far (0 when Redis is full)."""
-        key = self.store.key(f"rate:{owner}:{second}")
-        try:
-            with self.client.pipeline(transaction=False) as pipe:
-                pipe.incr(key)
-                pipe.expire(key, 2)
-                return int(pipe.execute()[0])
-        except Exception as exc:
-            if not store_full(exc):
-                raise
-            return 0
-
-    def add(self, owner: str, job_id: str) -> int:
-        key = self.store.key(f"active:{owner}")
-        with self.client.pipeline(transaction=False) as pipe:
-            pipe.sadd(key, job_id)
-            pipe.expire(key, self.store.ttl)
-            pipe.scard(key)
-            return int(pipe.execute()[2])
-
-    def remove(self, owner: str, job_id: str) -> None:
-        self.client.srem(self.store.key(f"active:{owner}"), job_id)
-
-    def members(self, owner: str) -> set[str]:
-        return {m.decode() for m in self.client.smembers(self.store.key(f"active:{owner}"))}
-
-
-class MemoryCounters:
-    def __init__(self):
-        self._lock = threading.Lock()
-        self._hits: dict = {}
-        self._active: dict[str, set] = {}
-
-    def hit(self, owner: str, second: int) -> int:
-        with self._lock:
-            if len(self._hits) > 10_000:
-                self._hits = {k: v for k, v in self._hits.items() if k[1] >= second - 1}
-            self._hits[(owner, second)] = self._hits.get((owner, second), 0) + 1
-            return self._hits[(owner, second)]
-
-    def add(self, owner: str, job_id: str) -> int:
-        with self._lock:
-            self._active.setdefault(owner, set()).add(job_id)
-            return len(self._active[owner])
-
-    def remove(self, owner: str, job_id: str) -> None:
-        with self._lock:
-            self._active.get(owner, set()).discard(job_id)
-
-    def members(self, owner: str) -> set[str]:
-        with self._lock:
-            return set(self._active.get(owner, ()))
-
-
-def _counters():
-    return current_app.extensions["sca_limits"]
+def _hit(owner: str, second: int) -> int:
+    """The requests of ``owner`` in ``second`` so far (0 when Redis is full)."""
+    try:
+        return backend().store.count_request(owner, second)
+    except Exception as exc:
+        if not store_full(exc):
+            raise
+        return 0
 
 
 def _name(owner) -> str:
@@ -118,7 +65,7 @@ def count_request():
     if limit <= 0:
         return None
     now = time.time()
-    if _counters().hit(_name(current_owner()), int(now)) > limit:
+    if _hit(_name(current_owner()), int(now)) > limit:
         raise ProblemError(
             429,
             "Too Many Requests",
@@ -129,20 +76,20 @@ def count_request():
     return None
 
 
-def reserve_job(store, job_id: str) -> None:
+def reserve_job(store: Store, job_id: str) -> None:
     """Count a new job against its key's limit of active jobs (429 when full)."""
     limit = current_app.config["SCA_MAX_ACTIVE_JOBS"]
     if limit <= 0:
         return
-    counters, owner = _counters(), _name(current_owner())
-    if counters.add(owner, job_id) <= limit:
+    owner = _name(current_owner())
+    if store.add_active(owner, job_id) <= limit:
         return
-    for other in counters.members(owner) - {job_id}:  # prune the finished ones
+    for other in store.active_jobs(owner) - {job_id}:  # prune the finished ones
         record = store.get_job(other)
         if record is None or record.get("status") not in ACTIVE:
-            counters.remove(owner, other)
-    if len(counters.members(owner)) > limit:
-        counters.remove(owner, job_id)
+            store.remove_active(owner, other)
+    if len(store.active_jobs(owner)) > limit:
+        store.remove_active(owner, job_id)
         raise ProblemError(
             429,
             "Too Many Requests",
@@ -152,9 +99,6 @@ def reserve_job(store, job_id: str) -> None:
         )
 
 
-def init_app(app, store) -> None:
-    """Register the rate limit (after authentication) and the job counters."""
-    app.extensions["sca_limits"] = (
-        RedisCounters(store) if isinstance(store, RedisStore) else MemoryCounters()
-    )
+def init_app(app) -> None:
+    """Register the rate limit (after authentication); the counters are in the store."""
     app.before_request(_rate_limit)

@@ -43,7 +43,6 @@ from prometheus_client.core import GaugeMetricFamily, HistogramMetricFamily
 from prometheus_client.exposition import choose_encoder
 
 from sca_worker import metrics
-from sca_worker.store import RedisStore
 
 from .auth import load_keys
 from .errors import ProblemError
@@ -67,8 +66,9 @@ HISTOGRAM_HELP = {
 class StoreCollector:
     """Collects every metric from the store at scrape time (reused for a second)."""
 
-    def __init__(self, store, queue, recorder=None):
+    def __init__(self, store, queue, recorder=None, embedded: bool = False):
         self.store, self.queue, self.recorder = store, queue, recorder
+        self.embedded = embedded
         self._lock = threading.Lock()
         self._families: list = []
         self._at = -REUSE_SECONDS
@@ -91,8 +91,8 @@ class StoreCollector:
         for status, count in statuses.items():
             jobs.add_metric([status], count)
         yield jobs
-        if isinstance(self.store, RedisStore):
-            waiting, unacked = metrics.broker_queue(self.store)
+        if not self.embedded:  # Celery's broker
+            waiting, unacked = self.store.queue_depth()
             yield GaugeMetricFamily(
                 "sca_queue_unacked",
                 "Stage tasks held by workers, not yet acknowledged",
@@ -173,7 +173,7 @@ def _init(app) -> None:
     b = app.extensions["sca"]
     recorder = metrics.Recorder(b.store)
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(StoreCollector(b.store, b.queue, recorder))
+    registry.register(StoreCollector(b.store, b.queue, recorder, b.embedded))
     app.extensions["sca_metrics"] = registry
     app.extensions["sca_metrics_recorder"] = recorder
 

@@ -216,7 +216,7 @@ def redis_client(redis_url):
 
 @pytest.fixture
 def redis_store(redis_url):
-    """A RedisStore under a key prefix of its own."""
-    from sca_worker.store import RedisStore
+    """A store on Redis under a key prefix of its own."""
+    from sca_worker.store import Store
 
-    return RedisStore.from_url(redis_url, ttl=600, prefix=f"sca-test-{uuid.uuid4().hex[:8]}:")
+    return Store.from_url(redis_url, ttl=600, prefix=f"sca-test-{uuid.uuid4().hex[:8]}:")

@@ -21,6 +21,7 @@ import logging
 import time
 
 from .problems import store_full
+from .store import Store
 
 log = logging.getLogger(__name__)
 
@@ -30,15 +31,14 @@ NEAR_FULL = 0.9
 POLL_SECONDS = 1.0
 
 
-def check_redis(store) -> dict:
-    """What is wrong with the Redis behind ``store`` (a :class:`sca_worker.store.RedisStore`).
+def check_redis(store: Store) -> dict:
+    """What is wrong with the Redis server behind ``store`` (Redis mode).
 
     Returns ``{"problems": [...], "warnings": [...]}``: problems make the
     service unready (an evicting policy, writes refused now), warnings do not
     (no append-only file, memory use near maxmemory).
     """
-    client = store.client
-    memory, persistence = client.info("memory"), client.info("persistence")
+    memory, persistence = store.info("memory"), store.info("persistence")
     problems, warnings = [], []
     policy = memory.get("maxmemory_policy", "noeviction")
     if policy != "noeviction":
@@ -48,7 +48,7 @@ def check_redis(store) -> dict:
             f"noeviction"
         )
     try:
-        client.set(store.key("ready-probe"), b"1", px=10_000)
+        store.probe_write()
     except Exception as exc:
         if not store_full(exc):
             raise

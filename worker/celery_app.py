@@ -15,9 +15,10 @@ from urllib.parse import parse_qs, urlparse
 from celery import Celery, signals
 
 from .broker import TRANSPORT, RedisBackend
+from .capacity import check_redis
 from .config import resolve, settings_from_env
-from .jobs import QUEUE
-from .store import ArtifactStore, store_from_settings
+from .store import Store, keys, store_from_settings
+from .webhooks import via_celery
 
 LOCAL_REDIS = "redis://127.0.0.1:6379/0"
 _CERT_REQS = {"required": "CERT_REQUIRED", "optional": "CERT_OPTIONAL", "none": "CERT_NONE"}
@@ -89,7 +90,7 @@ def celery_config(settings: Mapping) -> dict:
             "interval_step": 0.5,
             "interval_max": 2,
         },
-        "task_default_queue": settings["SCA_KEY_PREFIX"] + QUEUE,
+        "task_default_queue": settings["SCA_KEY_PREFIX"] + keys.queue(),
         "worker_hijack_root_logger": False,
     }
 
@@ -108,11 +109,9 @@ def create_celery(settings: Mapping) -> Celery:
     return app
 
 
-def get_store(app: Celery) -> ArtifactStore:
+def get_store(app: Celery) -> Store:
     """The app's store, created on first use (after the worker has forked)."""
     if app.sca_store is None:
-        from .webhooks import via_celery
-
         store = store_from_settings(app.sca_settings)
         via_celery(store, app)  # jobs finished here announce themselves by a task
         app.sca_store = store
@@ -126,8 +125,6 @@ def _watchdog(sender):
 
 def _warn_about_redis(store) -> None:
     """Say in the log, at start-up, what is wrong with Redis's settings."""
-    from .capacity import check_redis
-
     log = logging.getLogger(__name__)
     try:
         report = check_redis(store)
@@ -142,6 +139,8 @@ def _warn_about_redis(store) -> None:
 def _start_watchdog(sender=None, **kwargs):
     """Each worker's main process checks Redis's settings, then watches the
     heartbeats of every worker's tasks."""
+    # Here, not at the top: the API imports this module, and the heartbeat's
+    # stages load scikit-learn, which only workers need.
     from .heartbeat import Watchdog
 
     celery = getattr(sender, "app", None)
@@ -149,8 +148,6 @@ def _start_watchdog(sender=None, **kwargs):
     if settings is None:
         return
     store = store_from_settings(settings)
-    from .webhooks import via_celery
-
     via_celery(store, celery)  # the jobs it fails (takeovers given up) announce themselves
     _warn_about_redis(store)
     watchdog = Watchdog(

@@ -20,44 +20,45 @@ after the API released the job's; :func:`sca_worker.stages.execute` calls
 from __future__ import annotations
 
 from .problems import store_full
-from .stages import artifact_keys
+from .store import Store, keys
+from .store.keys import artifact_keys
 
 
-def _refs(store, record) -> str:
-    return store.key(f"refs:{record['hashes']['input']}")
+def _refs(record) -> str:
+    return keys.refs(record["hashes"]["input"])
 
 
 def _names(record) -> set[str]:
-    keys = artifact_keys(record)
+    named = artifact_keys(record)
     names = {
-        keys[k] for k in ("input", "op", "P", "balance", "spectrum", "result", "models", "scaling")
+        named[k] for k in ("input", "op", "P", "balance", "spectrum", "result", "models", "scaling")
     }
     runs = int(record.get("runs_total") or 0)  # counted at submission
-    return names | {f"{keys['run']}{i}" for i in range(runs)}
+    return names | {f"{named['run']}{i}" for i in range(runs)}
 
 
-def track(store, record) -> None:
+def track(store: Store, record) -> None:
     """List a new job among the users of its input (its record must exist first,
     or a concurrent :func:`release` takes it for a dead job)."""
-    store.sadd(_refs(store, record), record["id"], store.ttl)
+    store.sadd(_refs(record), record["id"], store.ttl)
 
 
-def forget(store, record) -> None:
+def forget(store: Store, record) -> None:
     """Undo a submission that Redis refused for lack of memory: unlist the job and
     delete its record and ids (deleting needs no memory; taking a lock would).
     Its input, shared by content, expires with its TTL."""
-    store.srem(_refs(store, record), record["id"])
-    store.delete(f"ids:{record['id']}")
+    store.srem(_refs(record), record["id"])
+    store.delete(keys.element_ids(record["id"]))
     store.delete_job(record["id"])
 
 
-def input_lock(store, record):
+def input_lock(store: Store, record):
     """The lock that makes :func:`track` plus the submitter's cache checks, and
     :func:`release`, atomic with respect to each other for one input."""
-    return store.lock(f"refs:{record['hashes']['input']}")
+    return store.lock(_refs(record))
 
 
-def release(store, record) -> list[str]:
+def release(store: Store, record) -> list[str]:
     """Delete the artifacts of ``record`` that no other live job uses; returns their names.
 
     A full Redis refuses the lock (a write) but not the deletions, which make
@@ -73,8 +74,8 @@ def release(store, record) -> list[str]:
         return _release(store, record)
 
 
-def _release(store, record) -> list[str]:
-    refs = _refs(store, record)
+def _release(store: Store, record) -> list[str]:
+    refs = _refs(record)
     store.srem(refs, record["id"])
     keep: set[str] = set()
     for other_id in store.smembers(refs):
@@ -84,6 +85,6 @@ def _release(store, record) -> list[str]:
         elif other.get("status") != "cancelled":
             keep |= _names(other)
     names = sorted(_names(record) - keep)
-    names.append(f"ids:{record['id']}")
+    names.append(keys.element_ids(record["id"]))
     store.delete(*names)
     return names

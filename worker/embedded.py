@@ -19,12 +19,12 @@ from concurrent.futures import Future, ThreadPoolExecutor
 
 from . import stages, webhooks
 from .config import resolve
-from .store import ArtifactStore
+from .store import Store
 
 log = logging.getLogger(__name__)
 
 
-def run_job(store: ArtifactStore, job_id: str) -> None:
+def run_job(store: Store, job_id: str) -> None:
     """Every stage a job still needs, in order (what the Celery chain does)."""
     steps = stages.plan(store, job_id)
     if steps is None:
@@ -43,7 +43,7 @@ def run_job(store: ArtifactStore, job_id: str) -> None:
 class EmbeddedRunner:
     """Runs jobs on a thread pool of ``workers`` threads."""
 
-    def __init__(self, store: ArtifactStore, workers: int = 2, settings=None):
+    def __init__(self, store: Store, workers: int = 2, settings=None):
         self.store = store
         self.settings = resolve(settings or {})
         self.pool = ThreadPoolExecutor(
@@ -85,6 +85,7 @@ class EmbeddedRunner:
             run_job(self.store, job_id)
         finally:
             self.futures.pop(job_id, None)
+            self.store.forget_alive(job_id)  # no watchdog here prunes it
 
     def waiting(self) -> int:
         """Jobs submitted and waiting for a thread."""

@@ -8,11 +8,11 @@ snapshot of the job (``status``, ``stage``, ``progress``, ``ensemble``,
 ``timings``, ``cached``, ``error``) plus what is particular to it, so a reader
 that missed some events is still up to date with the next one.
 
-With Redis the events of a job are a Redis stream ``job:<id>:events``
-(``XADD ... MAXLEN ~ 1000``, expiring with the job), and an event's id is its
-stream id (``<milliseconds>-<sequence>``); a reader resumes after any id it
-saw (``XREAD``).  The in-memory store of the embedded default keeps a list
-with ids of the same form.  Events are a view of the job, not its state:
+The events of a job are a Redis stream ``job:<id>:events`` (``XADD ...
+MAXLEN ~ 1000``, expiring with the job: see
+:meth:`sca_worker.store.Store.append_event`), and an event's id is its stream
+id (``<milliseconds>-<sequence>``); a reader resumes after any id it saw
+(``XREAD``).  Events are a view of the job, not its state:
 writing one never fails a stage (a full or unreachable Redis only costs the
 event), and a reader that finds the job finished without its terminal event
 is told so from the job record.
@@ -28,27 +28,18 @@ from __future__ import annotations
 import json
 import logging
 import re
-import threading
-import time
 
+from . import webhooks
 from .jobs import now, progress, timings
+from .store import Store
 
 log = logging.getLogger(__name__)
 
-#: Events kept per job (the oldest are dropped beyond; a job with ensemble runs
-#: writes at most about 30).
-MAXLEN = 1000
 TERMINAL = ("succeeded", "failed", "cancelled")
 #: The form of an event id (``Last-Event-ID``).
 EVENT_ID = re.compile(r"^[0-9]{1,20}-[0-9]{1,20}$")
 #: Ensemble progress is reported in steps of this fraction of the runs.
 PROGRESS_STEPS = 20
-
-_attach_lock = threading.Lock()
-
-
-def event_key(store, job_id: str) -> str:
-    return store.key(f"job:{job_id}:events")
 
 
 def snapshot(record: dict, finished_stage: str | None = None) -> dict:
@@ -75,7 +66,7 @@ def snapshot(record: dict, finished_stage: str | None = None) -> dict:
 
 
 def emit(
-    store,
+    store: Store,
     job_id: str,
     event: str,
     record: dict | None = None,
@@ -89,22 +80,20 @@ def emit(
         if record is None:
             return None
         data = {"event": event, **snapshot(record, finished_stage), **fields, "at": now()}
-        return log_of(store).append(
-            event_key(store, job_id), event, json.dumps(data, separators=(",", ":")), store.ttl
-        )
+        return store.append_event(job_id, event, json.dumps(data, separators=(",", ":")))
     except Exception as exc:  # an event is never worth failing a stage for
         log.warning("job %s: event %s not recorded: %s", job_id, event, type(exc).__name__)
         return None
 
 
-def read(store, job_id: str, after: str | None = None, wait: float = 0.0) -> list[tuple]:
+def read(store: Store, job_id: str, after: str | None = None, wait: float = 0.0) -> list[tuple]:
     """The job's events after the id ``after`` (all of them when None), oldest
     first, as ``(id, event, data)``; waits up to ``wait`` seconds for one."""
-    return log_of(store).read(event_key(store, job_id), after, wait)
+    return store.read_events(job_id, after, wait)
 
 
 # -- the points where a job moves ----------------------------------------------------------
-def stage_started(store, job_id: str, stage: str, previous: str | None) -> None:
+def stage_started(store: Store, job_id: str, stage: str, previous: str | None) -> None:
     """A stage began (once per job and stage, however many tasks run it)."""
     if previous == stage:
         return
@@ -116,7 +105,7 @@ def stage_started(store, job_id: str, stage: str, previous: str | None) -> None:
         emit(store, job_id, "stage", stage=stage, state="started")
 
 
-def stage_done(store, job_id: str, stage: str) -> None:
+def stage_done(store: Store, job_id: str, stage: str) -> None:
     """A stage function returned: a finished stage, or (ensemble runs) progress."""
     try:
         _stage_done(store, job_id, stage)
@@ -124,7 +113,7 @@ def stage_done(store, job_id: str, stage: str) -> None:
         log.warning("job %s: stage event not recorded: %s", job_id, type(exc).__name__)
 
 
-def _stage_done(store, job_id: str, stage: str) -> None:
+def _stage_done(store: Store, job_id: str, stage: str) -> None:
     if stage == "ensemble":
         record = store.get_job(job_id)
         if record is None or not record.get("runs_total"):
@@ -148,10 +137,8 @@ def _stage_done(store, job_id: str, stage: str) -> None:
         )
 
 
-def finished(store, job_id: str, status: str, record: dict | None = None) -> None:
+def finished(store: Store, job_id: str, status: str, record: dict | None = None) -> None:
     """The job has just reached ``status`` (terminal): its last event and its webhook."""
-    from . import webhooks
-
     try:
         record = record if record is not None else store.get_job(job_id)
     except Exception as exc:  # noqa: BLE001 - readers learn it from the record later
@@ -163,96 +150,3 @@ def finished(store, job_id: str, status: str, record: dict | None = None) -> Non
         return
     emit(store, job_id, status, record)
     webhooks.dispatch(store, record, status)
-
-
-# -- the logs --------------------------------------------------------------------------------
-def log_of(store):
-    """The event log of ``store`` (a Redis stream per job, or lists in memory)."""
-    found = store.__dict__.get("_sca_events")
-    if found is None:
-        with _attach_lock:
-            found = store.__dict__.get("_sca_events")
-            if found is None:
-                found = (
-                    RedisEvents(store.client)
-                    if getattr(store, "client", None) is not None
-                    else MemoryEvents(store)
-                )
-                store.__dict__["_sca_events"] = found
-    return found
-
-
-def _decode(value) -> str:
-    return value.decode() if isinstance(value, bytes) else value
-
-
-class RedisEvents:
-    #: Longest single blocking read; below any sensible SCA_REDIS_TIMEOUT.
-    BLOCK = 2.0
-
-    def __init__(self, client):
-        self.client = client
-
-    def append(self, key: str, event: str, data: str, ttl: int) -> str:
-        with self.client.pipeline() as pipe:
-            pipe.xadd(key, {"e": event, "d": data}, maxlen=MAXLEN, approximate=True)
-            pipe.expire(key, ttl)
-            event_id, _ = pipe.execute()
-        return _decode(event_id)
-
-    def read(self, key: str, after: str | None, wait: float) -> list[tuple]:
-        block = int(min(wait, self.BLOCK) * 1000)
-        found = self.client.xread(
-            {key: after or "0-0"}, count=100, block=block if block > 0 else None
-        )
-        return [
-            (_decode(event_id), _decode(fields[b"e"]), _decode(fields[b"d"]))
-            for _, entries in found or []
-            for event_id, fields in entries
-        ]
-
-
-class MemoryEvents:
-    """Per-job lists in the memory store (so they expire and are deleted with the job)."""
-
-    def __init__(self, store):
-        self.store = store
-        self.changed = threading.Condition()
-
-    def append(self, key: str, event: str, data: str, ttl: int) -> str:
-        store = self.store
-        with self.changed, store._lock:
-            entries = list(store._live(key) or [])
-            stamp, seq = int(time.time() * 1000), 0
-            if entries:
-                last = _order(entries[-1][0])
-                if stamp <= last[0]:
-                    stamp, seq = last[0], last[1] + 1
-            event_id = f"{stamp}-{seq}"
-            entries.append((event_id, event, data))
-            store._put(key, entries[-MAXLEN:], ttl)
-            self.changed.notify_all()
-        return event_id
-
-    def _after(self, key: str, after: str | None) -> list[tuple]:
-        with self.store._lock:
-            entries = self.store._live(key) or []
-        if after is None:
-            return list(entries)
-        mark = _order(after)
-        return [entry for entry in entries if _order(entry[0]) > mark]
-
-    def read(self, key: str, after: str | None, wait: float) -> list[tuple]:
-        deadline = time.monotonic() + wait
-        with self.changed:
-            while True:
-                found = self._after(key, after)
-                remaining = deadline - time.monotonic()
-                if found or remaining <= 0:
-                    return found[:100]
-                self.changed.wait(remaining)
-
-
-def _order(event_id: str) -> tuple[int, int]:
-    stamp, _, seq = event_id.partition("-")
-    return int(stamp), int(seq or 0)

@@ -37,17 +37,12 @@ import logging
 import threading
 import time
 
-from .jobs import ACTIVE, ALIVE, QUEUE, alive
+from .jobs import ACTIVE
 from .problems import problem, store_full
 from .stages import fail
+from .store import Store, keys
 
 log = logging.getLogger(__name__)
-
-HEARTBEATS = "heartbeats"
-
-
-def _zset(store) -> str:
-    return store.key(HEARTBEATS)
 
 
 def _job_id(request) -> str | None:
@@ -61,31 +56,20 @@ def _job_id(request) -> str | None:
     return job_id if isinstance(job_id, str) else None
 
 
-def beat(store, requests, previous: set[str]) -> set[str]:
+def beat(store: Store, requests, previous: set[str]) -> set[str]:
     """Beat for the tasks this worker holds; forget those it finished since last time."""
     members = {
         f"{job_id}|{request.id}" for request in requests if (job_id := _job_id(request)) is not None
     }
-    key = _zset(store)
-    with store.client.pipeline(transaction=False) as pipe:
-        stamp = time.time()
-        if members:
-            pipe.zadd(key, {member: stamp for member in members})
-        if previous - members:
-            pipe.zrem(key, *(previous - members))
-        if members:
-            pipe.zadd(store.key(ALIVE), {member.split("|", 1)[0]: stamp for member in members})
-        pipe.execute()
+    store.beat(members, previous - members)
     return members
 
 
-def take_over_stale(store, send_start, timeout: float, max_takeovers: int) -> list[str]:
+def take_over_stale(store: Store, send_start, timeout: float, max_takeovers: int) -> list[str]:
     """Resume the active jobs whose task stopped beating; returns their ids."""
-    client, key = store.client, _zset(store)
     resumed = []
-    for raw in client.zrangebyscore(key, 0, time.time() - timeout):
-        member = raw.decode() if isinstance(raw, bytes) else raw
-        if client.zrem(key, member) != 1:
+    for member in store.stale_beats(time.time() - timeout):
+        if not store.claim_beat(member):
             continue  # another watchdog claimed it
         job_id = member.split("|", 1)[0]
         if _take_over(
@@ -100,41 +84,39 @@ def take_over_stale(store, send_start, timeout: float, max_takeovers: int) -> li
     return resumed
 
 
-def take_over_idle(store, send_start, timeout: float, max_takeovers: int) -> list[str]:
+def take_over_idle(store: Store, send_start, timeout: float, max_takeovers: int) -> list[str]:
     """Resume the active jobs with no sign of life, no waiting message and no task held."""
-    client, key = store.client, store.key(ALIVE)
-    silent = client.zrangebyscore(key, 0, time.time() - timeout)
+    silent = store.silent_jobs(time.time() - timeout)
     if not silent:
         return []
-    waiting = b"\n".join(client.lrange(store.key(QUEUE), 0, -1))
-    held = {raw.split(b"|", 1)[0] for raw in client.zrange(_zset(store), 0, -1)}
+    waiting = b"\n".join(store.waiting_messages())
+    held = store.held_jobs()
     resumed = []
-    for raw in silent:
-        job_id = raw.decode() if isinstance(raw, bytes) else raw
-        if client.zrem(key, raw) != 1:
+    for job_id in silent:
+        if not store.claim_silent(job_id):
             continue  # another watchdog claimed it
         record = store.get_job(job_id)
         if record is None or record["status"] not in ACTIVE:
             continue  # finished: it leaves the set
-        if job_id.encode() in waiting or job_id.encode() in held:
-            alive(store, job_id)  # waiting its turn in the queue, or running
+        if job_id.encode() in waiting or job_id in held:
+            store.alive(job_id)  # waiting its turn in the queue, or running
             continue
         if _take_over(
             store, send_start, job_id, timeout, max_takeovers, "no task of it is queued or running"
         ):
-            alive(store, job_id)
+            store.alive(job_id)
             resumed.append(job_id)
     return resumed
 
 
 def _take_over(
-    store, send_start, job_id: str, timeout: float, max_takeovers: int, why: str
+    store: Store, send_start, job_id: str, timeout: float, max_takeovers: int, why: str
 ) -> bool:
     record = store.get_job(job_id)
     if record is None or record["status"] not in ACTIVE:
         return False
     # One takeover per job and timeout, however many of its tasks died together.
-    if not store.client.set(store.key(f"takeover:{job_id}"), b"1", nx=True, ex=int(timeout)):
+    if not store.set_if(keys.takeover(job_id), b"1", int(timeout)):
         return False
     count = store.incr_job(job_id, "takeovers")
     if count is None:  # deleted meanwhile
@@ -182,7 +164,7 @@ class Watchdog(threading.Thread):
         with self._lock:
             self._mine.add(member)
         try:
-            self.store.client.zadd(_zset(self.store), {member: time.time()})
+            self.store.beat({member}, jobs=False)
         except Exception as exc:  # Redis away: the next round beats
             log.warning("heartbeat failed: %s", type(exc).__name__)
 

@@ -16,6 +16,8 @@ artifacts shared by every job with the same input:
 ``scaling:<h_input>``     a data job's fitted ``scale`` (columns' centre, spread)
 ========================  ===============================================
 
+(their names are made by :func:`sca_worker.store.keys.artifact_keys`).
+
 ``h_input`` covers the arrays and the ``source`` (for raw data the ensemble,
 the default one included, or the SNN, and ``scale``: a cached ensemble
 never serves another scale).  ``h_balance`` covers the input, ``h_spectrum`` adds
@@ -31,7 +33,6 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import time
 import uuid
 from collections.abc import Mapping
 from datetime import datetime, timezone
@@ -203,18 +204,3 @@ def with_ids(result: Mapping, ids: list | None) -> dict:
             for step in out["trace"]
         ]
     return out
-
-
-#: The broker's list of waiting messages (Celery's ``task_default_queue``), under
-#: the key prefix: deployments sharing one Redis database never take each other's tasks.
-QUEUE = "queue"
-#: Sorted set of active jobs by their last sign of life (see :mod:`sca_worker.heartbeat`).
-ALIVE = "alive"
-
-
-def alive(store, *job_ids: str) -> None:
-    """Record a sign of life of active jobs (nothing to do without Redis)."""
-    client = getattr(store, "client", None)
-    if client is not None and job_ids:
-        stamp = time.time()
-        client.zadd(store.key(ALIVE), {job_id: stamp for job_id in job_ids})

@@ -5,15 +5,15 @@ workers on any machine, so no process's memory holds the service's figures.
 Histograms (stage durations, observed by whichever process runs the stage;
 query latencies, observed by the API process that answers) are counters in
 one hash per histogram in the store, added in one transaction
-(:meth:`sca_worker.atomic.RedisAtomic.hincr_many`): bucket, count and sum
+(:meth:`sca_worker.store.Store.hincr_many`): bucket, count and sum
 move together, and any API process reads the whole service's histogram.  A
 stage adds its observation at once; an API process adds its queries'
 (:class:`Recorder`) once a second, so that a query pays no round trip.
 Gauges are derived from the store when scraped: jobs by status
 (the job records), artifact bytes (the artifacts' values), and the broker's
 queue (its list of waiting messages, and the messages workers hold
-unacknowledged).  In the embedded default the same code runs on the
-in-memory store.
+unacknowledged: :meth:`sca_worker.store.Store.queue_depth`).  In the
+embedded default the same code runs on the in-process store.
 
 An observation that fails (Redis away or full) is dropped with a debug log:
 metrics never fail a job or a request.
@@ -30,7 +30,7 @@ import time
 from collections import Counter
 from typing import Any
 
-from .jobs import QUEUE
+from .store import Store, keys
 
 log = logging.getLogger(__name__)
 
@@ -60,22 +60,16 @@ STAGE_BUCKETS = (
 QUERY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 #: histogram -> (its hash in the store, its buckets)
 HISTOGRAMS = {
-    "stage": ("metrics:stage_seconds", STAGE_BUCKETS),
-    "query": ("metrics:query_seconds", QUERY_BUCKETS),
+    "stage": (keys.histogram("stage_seconds"), STAGE_BUCKETS),
+    "query": (keys.histogram("query_seconds"), QUERY_BUCKETS),
 }
-
-# kombu's Redis transport: the lists of a queue's priorities, and the hash of
-# the messages delivered to workers but not yet acknowledged.
-_PRIORITY_SEPARATOR = "\x06\x16"
-_PRIORITY_STEPS = (3, 6, 9)
-_UNACKED = "unacked"
 
 
 def _le(bound: float) -> str:
     return "+Inf" if math.isinf(bound) else repr(float(bound))
 
 
-def observe(store, histogram: str, label: str, seconds: float) -> None:
+def observe(store: Store, histogram: str, label: str, seconds: float) -> None:
     """Count one observation of ``seconds`` with ``label`` in ``histogram``."""
     name, buckets = HISTOGRAMS[histogram]
     bound = next((b for b in buckets if seconds <= b), math.inf)
@@ -84,7 +78,7 @@ def observe(store, histogram: str, label: str, seconds: float) -> None:
     )
 
 
-def observe_quietly(store, histogram: str, label: str, seconds: float) -> None:
+def observe_quietly(store: Store, histogram: str, label: str, seconds: float) -> None:
     """:func:`observe`, dropping the observation when the store refuses it."""
     try:
         observe(store, histogram, label, seconds)
@@ -145,7 +139,7 @@ class Recorder:
                     self._pending.setdefault(name, Counter()).update(amounts)
 
 
-def histogram(store, histogram: str) -> dict[str, tuple[list[tuple[str, float]], float]]:
+def histogram(store: Store, histogram: str) -> dict[str, tuple[list[tuple[str, float]], float]]:
     """Per label: the cumulative buckets ``[(le, count), ..., ("+Inf", count)]`` and the sum."""
     name, buckets = HISTOGRAMS[histogram]
     numbers = store.hnumbers(name)
@@ -160,24 +154,11 @@ def histogram(store, histogram: str) -> dict[str, tuple[list[tuple[str, float]],
     return out
 
 
-def census(store) -> tuple[dict[str, int], dict[str, int]]:
+def census(store: Store) -> tuple[dict[str, int], dict[str, int]]:
     """Job records by status and artifact bytes (chunks included) by kind, in one
     pass over the store (every status and kind, 0 when none)."""
-    statuses, sizes = store.census("job", "status", ARTIFACT_KINDS)
+    statuses, sizes = store.census(keys.JOB, "status", ARTIFACT_KINDS)
     return (
         {status: int(statuses.get(status, 0)) for status in STATUSES},
         {kind: int(sizes.get(kind, 0)) for kind in ARTIFACT_KINDS},
     )
-
-
-def broker_queue(store) -> tuple[int, int]:
-    """Messages waiting in the broker's queue (every priority), and messages
-    delivered to workers and not yet acknowledged (Redis only)."""
-    queue = store.key(QUEUE)
-    names = [queue, *(f"{queue}{_PRIORITY_SEPARATOR}{step}" for step in _PRIORITY_STEPS)]
-    with store.client.pipeline(transaction=False) as pipe:
-        for name in names:
-            pipe.llen(name)
-        pipe.hlen(_UNACKED)
-        *waiting, unacked = pipe.execute()
-    return int(sum(waiting)), int(unacked)

@@ -26,33 +26,16 @@ import sca
 from sca.inputs import Scaling
 
 from . import events, inputs, metrics
-from .jobs import ACTIVE, ITERATION_OPTIONS, SPECTRAL_OPTIONS, alive, jsonable, now
+from .cleanup import release
+from .jobs import ACTIVE, ITERATION_OPTIONS, SPECTRAL_OPTIONS, jsonable, now
 from .problems import TRANSIENT, problem_for, store_full
-from .store import ArtifactStore
+from .store import Store
+from .store.keys import artifact_keys
 
 log = logging.getLogger(__name__)
 
 
-def artifact_keys(record) -> dict:
-    """Names of a job's artifacts in the store (see :mod:`sca_worker.jobs`)."""
-    h = record["hashes"]
-    return {
-        "input": f"input:{h['input']}",
-        "op": f"op:{h['input']}",
-        "P": f"P:{h['balance']}",
-        "balance": f"balance:{h['balance']}",
-        "spectrum": f"spectrum:{h['spectrum']}",
-        "result": f"result:{h['result']}",
-        "models": f"models:{h['input']}",
-        # A data job's fitted scale (sca.inputs.Scaling), for its runs and new elements
-        "scaling": f"scaling:{h['input']}",
-        # Runs belong to the job that made them: an identical job racing it
-        # collects (and deletes) its own, never its twin's.
-        "run": f"run:{h['input']}:{record['id']}:",
-    }
-
-
-def cache_hit(store: ArtifactStore, record: dict) -> dict | None:
+def cache_hit(store: Store, record: dict) -> dict | None:
     """The fields that finish a job whose result is cached (None when it is not).
 
     A hit restarts the TTL of the result and of what queries on it read.
@@ -79,7 +62,7 @@ def cache_hit(store: ArtifactStore, record: dict) -> dict | None:
 
 
 # -- planning ------------------------------------------------------------------------------
-def plan(store: ArtifactStore, job_id: str) -> dict | None:
+def plan(store: Store, job_id: str) -> dict | None:
     """The stages a job still needs, given what the cache holds.
 
     Returns ``{"stages": [...], "runs": [run descriptors]}`` (no stages when
@@ -100,7 +83,7 @@ def plan(store: ArtifactStore, job_id: str) -> dict | None:
         return None
 
 
-def _plan(store: ArtifactStore, record: dict) -> dict:
+def _plan(store: Store, record: dict) -> dict:
     job_id, keys = record["id"], artifact_keys(record)
     hit = cache_hit(store, record)
     if hit is not None:
@@ -133,7 +116,7 @@ def _plan(store: ArtifactStore, record: dict) -> dict:
 
 
 # -- the stages ----------------------------------------------------------------------------
-def job_scaling(store: ArtifactStore, record: dict) -> Scaling:
+def job_scaling(store: Store, record: dict) -> Scaling:
     """The fitted scale of a data job (:class:`sca.inputs.Scaling`): fitted once on the
     job's data and kept, so the runs and the job's new elements share it."""
     name = artifact_keys(record)["scaling"]
@@ -145,13 +128,13 @@ def job_scaling(store: ArtifactStore, record: dict) -> Scaling:
     return fitted
 
 
-def scaled_data(store: ArtifactStore, record: dict) -> np.ndarray:
+def scaled_data(store: Store, record: dict) -> np.ndarray:
     """A data job's X as its ensemble or SNN sees it (scaled by :func:`job_scaling`)."""
     X = store.load_arrays(artifact_keys(record)["input"])["X"]
     return job_scaling(store, record).transform(X)
 
 
-def ensemble_run(store: ArtifactStore, record: dict, index: int, run: dict) -> None:
+def ensemble_run(store: Store, record: dict, index: int, run: dict) -> None:
     """One clustering of the ensemble; its labels and model (k-means centres, NMF
     components) become an artifact."""
     keys = artifact_keys(record)
@@ -166,7 +149,7 @@ def ensemble_run(store: ArtifactStore, record: dict, index: int, run: dict) -> N
     store.incr_job(record["id"], "runs_done")
 
 
-def ensemble_collect(store: ArtifactStore, record: dict, total: int) -> None:
+def ensemble_collect(store: Store, record: dict, total: int) -> None:
     """The chord's callback: the membership operator S = H H^T of all runs, and the
     runs' models for placing new elements (:func:`save_models`)."""
     keys = artifact_keys(record)
@@ -182,14 +165,14 @@ def ensemble_collect(store: ArtifactStore, record: dict, total: int) -> None:
     store.update_job(record["id"], {"runs_done": total}, expect=ACTIVE)
 
 
-def save_models(store: ArtifactStore, name: str, labels, runs: list) -> None:
+def save_models(store: Store, name: str, labels, runs: list) -> None:
     """What new elements need of the ensemble (:func:`sca.newrows.ensemble_state`)."""
     models, groups = sca.ensemble.stacked_models(run["model"] for run in runs)
     algorithms = [run["algorithm"] for run in runs]
     store.save_arrays(name, sca.ensemble_state(labels, models, groups, algorithms))
 
 
-def source_operator(store: ArtifactStore, record: dict):
+def source_operator(store: Store, record: dict):
     keys = artifact_keys(record)
     if "ensemble" in record["stages"]:
         return sca.operator_from_state(store.load_arrays(keys["op"]))
@@ -198,7 +181,7 @@ def source_operator(store: ArtifactStore, record: dict):
     return inputs.build_operator(record["kind"], arrays, record["source"], fitted)
 
 
-def balancing(store: ArtifactStore, record: dict) -> None:
+def balancing(store: Store, record: dict) -> None:
     """Sinkhorn-Knopp: P = D S D, saved with its convergence figures."""
     keys = artifact_keys(record)
     S = source_operator(store, record)
@@ -207,12 +190,12 @@ def balancing(store: ArtifactStore, record: dict) -> None:
     store.save_json(keys["balance"], sca.balance_dict(balanced))
 
 
-def load_balanced(store: ArtifactStore, record: dict):
+def load_balanced(store: Store, record: dict):
     """The stored balanced operator P of a job (``P.unscaled()`` is S)."""
     return sca.operator_from_state(store.load_arrays(artifact_keys(record)["P"]))
 
 
-def spectral(store: ArtifactStore, record: dict) -> None:
+def spectral(store: Store, record: dict) -> None:
     """Eigenvalues of P and k (the user's, or from the job's k rule; on raw data
     clustered by k-means, against reference data run through the same ensemble,
     :func:`sca.pipeline.null_reference`)."""
@@ -230,7 +213,7 @@ def spectral(store: ArtifactStore, record: dict) -> None:
     store.save_json(keys["spectrum"], sca.spectrum_dict(found))
 
 
-def iteration(store: ArtifactStore, record: dict) -> None:
+def iteration(store: Store, record: dict) -> None:
     """The stochastic iteration; the result (with element indices) is cached."""
     keys = artifact_keys(record)
     P = load_balanced(store, record)
@@ -251,7 +234,7 @@ STAGE_FUNCTIONS: dict[str, Callable[..., None]] = {
 
 
 # -- running a stage -----------------------------------------------------------------------
-def fail(store: ArtifactStore, job_id: str, problem: dict) -> bool:
+def fail(store: Store, job_id: str, problem: dict) -> bool:
     """End an active job as failed with ``problem`` (see :mod:`sca_worker.problems`)."""
     failed = store.update_job(
         job_id, {"status": "failed", "error": problem, "updated": now()}, expect=ACTIVE
@@ -261,19 +244,19 @@ def fail(store: ArtifactStore, job_id: str, problem: dict) -> bool:
     return failed
 
 
-def fail_full(store: ArtifactStore, job_id: str, exc: BaseException) -> bool:
+def fail_full(store: Store, job_id: str, exc: BaseException) -> bool:
     """End an active job as failed because Redis stayed full (``exc`` says so)."""
     record = store.get_job(job_id) or {}
     return fail(store, job_id, problem_for(exc, record.get("stage")))
 
 
-def execute(store: ArtifactStore, job_id: str, stage: str, *args) -> bool:
+def execute(store: Store, job_id: str, stage: str, *args) -> bool:
     """Run one stage function of an active job; False when the job should go no further."""
     record = store.get_job(job_id)
     if record is None or record["status"] not in ACTIVE:
         return False
     public_stage = "ensemble" if stage == "ensemble_collect" else stage
-    alive(store, job_id)  # a stage starting is a sign of life
+    store.alive(job_id)  # a stage starting is a sign of life
     if not store.update_job(
         job_id, {"status": "running", "stage": public_stage, "updated": now()}, expect=ACTIVE
     ):
@@ -302,9 +285,7 @@ def execute(store: ArtifactStore, job_id: str, stage: str, *args) -> bool:
         if store.update_job(job_id, {"status": "succeeded", "updated": now()}, expect=ACTIVE):
             events.finished(store, job_id, "succeeded")
     current = store.get_job(job_id)
-    if current is None or current["status"] == "cancelled":
-        from .cleanup import release  # cancelled or deleted meanwhile: drop what it wrote
-
+    if current is None or current["status"] == "cancelled":  # drop what it wrote
         release(store, current or record)
         return False
     return True

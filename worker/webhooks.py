@@ -50,6 +50,7 @@ from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
 from .jobs import now, timings
+from .store import ArtifactMissing, Store, keys
 
 log = logging.getLogger(__name__)
 
@@ -228,10 +229,6 @@ def _shut(connection) -> None:
         pass
 
 
-def _pending(job_id: str) -> str:
-    return f"webhook:{job_id}"
-
-
 def summary(record: dict, status: str) -> dict:
     """The job as its webhook shows it: no result (``links.self`` has it)."""
     job = {
@@ -249,24 +246,22 @@ def summary(record: dict, status: str) -> dict:
     return job
 
 
-def prepare(store, record: dict, status: str) -> None:
+def prepare(store: Store, record: dict, status: str) -> None:
     """Keep what the delivery needs under ``webhook:<job id>`` (until delivered or
     given up, at most the job TTL), so that deleting the job does not drop it."""
-    from .stages import artifact_keys
-
     store.save_json(
-        _pending(record["id"]),
+        keys.webhook(record["id"]),
         {
             "url": record["callback"]["url"],
             "secret": record["callback"].get("secret"),
             "status": status,
             "job": summary(record, status),
-            "result": artifact_keys(record)["result"] if status == "succeeded" else None,
+            "result": keys.artifact_keys(record)["result"] if status == "succeeded" else None,
         },
     )
 
 
-def _with_result(store, pending: dict) -> dict:
+def _with_result(store: Store, pending: dict) -> dict:
     """The job of a succeeded job's webhook with ``k`` and the cluster sizes, read
     here, on a worker, once (later attempts send the same body)."""
     job = pending["job"]
@@ -277,17 +272,15 @@ def _with_result(store, pending: dict) -> dict:
             job["sizes"] = [len(members) for members in result.get("clusters", [])]
         except Exception:  # noqa: BLE001 - deleted or expired meanwhile: the summary says less
             job["k"] = None
-        store.save_json(_pending(job["id"]), pending)
+        store.save_json(keys.webhook(job["id"]), pending)
     return job
 
 
-def attempt(store, job_id: str, status: str, number: int, settings) -> bool | None:
+def attempt(store: Store, job_id: str, status: str, number: int, settings) -> bool | None:
     """Deliver a job's webhook once (attempt ``number``, from 1).  True: delivered;
     False: failed, try again; None: nothing (more) to deliver."""
-    from .store import ArtifactMissing
-
     try:
-        pending = store.load_json(_pending(job_id))
+        pending = store.load_json(keys.webhook(job_id))
     except ArtifactMissing:  # delivered, given up, or expired
         return None
     if pending["status"] != status:
@@ -316,7 +309,7 @@ def attempt(store, job_id: str, status: str, number: int, settings) -> bool | No
     except (OSError, http.client.HTTPException) as exc:
         error = f"{type(exc).__name__}: {exc}"[:300]
     if error is None:
-        store.delete(_pending(job_id))
+        store.delete(keys.webhook(job_id))
         _note(store, job_id, "delivered", number, None)
         return True
     if number > int(settings["SCA_WEBHOOK_RETRIES"]):
@@ -327,14 +320,14 @@ def attempt(store, job_id: str, status: str, number: int, settings) -> bool | No
     return False
 
 
-def _give_up(store, job_id: str, number: int, error: str) -> None:
-    store.delete(_pending(job_id))
+def _give_up(store: Store, job_id: str, number: int, error: str) -> None:
+    store.delete(keys.webhook(job_id))
     _note(store, job_id, "failed", number, error)
     log.warning("job %s: webhook given up after attempt %d: %s", job_id, number, error)
     return None
 
 
-def _note(store, job_id: str, state: str, number: int, error: str | None) -> None:
+def _note(store: Store, job_id: str, state: str, number: int, error: str | None) -> None:
     try:
         store.update_job(
             job_id, {"callback_state": state, "callback_attempts": number, "callback_error": error}
@@ -349,12 +342,12 @@ def backoff(retries: int, settings) -> float:
 
 
 # -- handing deliveries over -------------------------------------------------------------------
-def attach(store, send) -> None:
+def attach(store: Store, send) -> None:
     """Deliver this store's webhooks with ``send(job_id, status)`` (which must not block)."""
-    store.__dict__["_sca_webhooks"] = send
+    store.send_webhook = send
 
 
-def via_celery(store, celery) -> None:
+def via_celery(store: Store, celery) -> None:
     """Webhooks of ``store`` go to the ``sca.webhook`` task of ``celery``."""
     attach(
         store,
@@ -364,11 +357,11 @@ def via_celery(store, celery) -> None:
     )
 
 
-def dispatch(store, record: dict, status: str) -> None:
+def dispatch(store: Store, record: dict, status: str) -> None:
     """Hand a finished job's webhook to the store's dispatcher (none: logged)."""
     if not record.get("callback"):
         return
-    send = store.__dict__.get("_sca_webhooks")
+    send = store.send_webhook
     if send is None:
         log.warning("job %s: no webhook dispatcher here; its webhook is not sent", record["id"])
         return

@@ -6,8 +6,8 @@ answer) names it with a key of its choosing.  Keys are scoped per API key
 (the request's owner) and kept ``SCA_IDEMPOTENCY_TTL`` seconds:
 
 * the first request with a key claims it with a *pending* marker, set only
-  when absent (Redis ``SET NX``; the in-memory store's lock in the embedded
-  default), so of two requests arriving together in any API processes
+  when absent (Redis ``SET NX``, on the Redis server or, in the embedded
+  default, in process), so of two requests arriving together in any API processes
   exactly one goes on;
 * once accepted, the marker is replaced (compare-and-set on the marker, so a
   claim that lapsed is never overwritten) by the answer: status, body and
@@ -36,6 +36,7 @@ import uuid
 from flask import Response, current_app, request
 
 from sca_worker.problems import PROBLEM_BASE
+from sca_worker.store import keys
 
 from ..auth import current_owner
 from ..backend import backend
@@ -87,7 +88,7 @@ def fingerprint() -> str:
 
 def _name(key: str) -> str:
     owner = current_owner() or "anonymous"
-    return f"idem:{owner}:{hashlib.sha256(key.encode()).hexdigest()}"
+    return keys.idempotency(owner, hashlib.sha256(key.encode()).hexdigest())
 
 
 def _conflict(key: str) -> ProblemError:

@@ -15,10 +15,11 @@ older than twice ``SCA_JOB_TTL``, past which no job record can remain.
 from __future__ import annotations
 
 import time
-from typing import Any
 
 from flask import current_app
 from marshmallow import fields, validate
+
+from sca_worker.store import keys
 
 from ..auth import current_owner
 from ..backend import backend
@@ -37,26 +38,22 @@ class ListQuerySchema(BaseSchema):
     starting_after = fields.String(load_default=None, validate=validate.Length(min=1))
 
 
-def _index(owner: str | None) -> str:
-    return f"jobs:{owner or 'anonymous'}"
-
-
 def track(store, owner: str | None, job_id: str) -> None:
     """Enter a new job in its owner's index (before its record exists: a
     listed id without a record is skipped, a record never goes unlisted)."""
     stamp, keep = time.time(), 2 * current_app.config["SCA_JOB_TTL"]
-    store.index_add(_index(owner), job_id, stamp, ttl=keep, drop_below=stamp - keep)
+    store.index_add(keys.owner_jobs(owner), job_id, stamp, ttl=keep, drop_below=stamp - keep)
 
 
 def page(query: dict, summary) -> dict:
     """One page of the caller's jobs (``summary(record)`` of each), Stripe's shape:
     ``{object, url, data, has_more, next_cursor}``."""
-    store: Any = backend().store  # a store with the atomic primitives (sca_worker.atomic)
+    store = backend().store
     owner = current_owner()
     limit, after = query["limit"], query["starting_after"]
     records: list[dict] = []
     while len(records) <= limit:
-        members = store.index_page(_index(owner), after, limit + 1 - len(records) + SLACK)
+        members = store.index_page(keys.owner_jobs(owner), after, limit + 1 - len(records) + SLACK)
         if members is None:
             if after == query["starting_after"]:
                 raise invalid(

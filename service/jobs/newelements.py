@@ -21,7 +21,8 @@ import sca
 from sca.errors import SCAError
 from sca.newrows import check_new_data, check_new_labels, consensus_rows_each, neighbour_index
 from sca_worker.jobs import namer
-from sca_worker.stages import artifact_keys, job_scaling
+from sca_worker.stages import job_scaling
+from sca_worker.store.keys import artifact_keys
 
 from ..backend import backend
 from ..errors import invalid

@@ -21,7 +21,6 @@ from sca_worker.cleanup import forget, input_lock, release, track
 from sca_worker.jobs import (
     ACTIVE,
     SPECTRAL_OPTIONS,
-    alive,
     content_hashes,
     jsonable,
     namer,
@@ -32,8 +31,9 @@ from sca_worker.jobs import (
     with_ids,
 )
 from sca_worker.problems import problem_for, store_full
-from sca_worker.stages import artifact_keys, cache_hit, load_balanced
+from sca_worker.stages import cache_hit, load_balanced
 from sca_worker.store import ArtifactMissing
+from sca_worker.store.keys import artifact_keys, element_ids
 
 from ..auth import current_owner
 from ..backend import backend
@@ -104,12 +104,12 @@ def _store_and_enqueue(b, record: dict, job: JobInput, ids) -> None:
         b.store.update_job(job_id, hit)
         record.update(hit)
     if ids is not None:
-        b.store.save_json(f"ids:{job_id}", ids)
+        b.store.save_json(element_ids(job_id), ids)
     if hit:
         events.finished(b.store, job_id, "succeeded", record)
     if record["status"] == "queued":
         events.emit(b.store, job_id, "queued", record)
-        alive(b.store, job_id)
+        b.store.alive(job_id)
         task_id = b.queue.submit(job_id)
         b.store.update_job(job_id, {"task_id": task_id})
 
@@ -127,12 +127,12 @@ def job_ids(job_id: str) -> list | None:
 
     def load():
         try:
-            return backend().store.load_json(f"ids:{job_id}")
+            return backend().store.load_json(element_ids(job_id))
         except ArtifactMissing:
             return None
 
     # Ids never change once a job exists (queries check the job exists first).
-    return backend().operators.get(f"ids:{job_id}", load)
+    return backend().operators.get(element_ids(job_id), load)
 
 
 def summary(record: dict) -> dict:

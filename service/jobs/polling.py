@@ -27,7 +27,7 @@ from datetime import datetime, timezone
 from flask import Response, current_app, request
 
 from sca_worker.jobs import ACTIVE
-from sca_worker.stages import artifact_keys
+from sca_worker.store.keys import artifact_keys
 
 #: Seconds to wait between polls: while queued, and the bounds while running.
 QUEUED_SECONDS = 1

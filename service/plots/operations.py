@@ -13,6 +13,7 @@ from __future__ import annotations
 import threading
 
 from sca_worker.problems import store_full
+from sca_worker.store import keys
 
 from ..backend import backend
 from ..errors import ProblemError, invalid
@@ -60,7 +61,7 @@ def plot(job_id: str, name: str, fmt: str, query: dict) -> tuple[bytes, str]:
                 f"the {name} plot takes no query parameters "
                 f"({', '.join(extra)}); they are for the custom plot",
             )
-        cache_key = f"plot:{job_id}:{name}.{fmt}"
+        cache_key = keys.plot(job_id, name, fmt)
         if store.has(cache_key):
             return store.load_bytes(cache_key), plots.MEDIA_TYPES[fmt]
     result = jobs.stored(record, "result")

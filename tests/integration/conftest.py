@@ -79,6 +79,6 @@ def api(redis_url, prefix, celery_worker):
 @pytest.fixture(scope="session")
 def store(redis_url, prefix):
     """The store the session's workers and API use (same prefix and chunk size)."""
-    from sca_worker.store import RedisStore
+    from sca_worker.store import Store
 
-    return RedisStore.from_url(redis_url, ttl=600, chunk_bytes=CHUNK_BYTES, prefix=prefix)
+    return Store.from_url(redis_url, ttl=600, chunk_bytes=CHUNK_BYTES, prefix=prefix)

@@ -15,7 +15,7 @@ import requests
 
 from sca_client import client as c
 from sca_worker.celery_app import create_celery
-from sca_worker.jobs import QUEUE
+from sca_worker.store import keys
 from tests.conftest import BASEBALL_BODY, BASEBALL_S, DATA, load_csv, wait_for
 from tests.integration.conftest import CHUNK_BYTES
 from tests.service.async_api import samples
@@ -263,7 +263,7 @@ def test_metrics_describe_every_process(apis, redis_url, prefix):
 
     # Workers stop taking tasks: what is submitted waits in the queue, and says so.
     celery = create_celery({"REDIS_URL": redis_url, "SCA_KEY_PREFIX": prefix})
-    assert len(celery.control.cancel_consumer(prefix + QUEUE, reply=True, timeout=5)) == 2
+    assert len(celery.control.cancel_consumer(prefix + keys.queue(), reply=True, timeout=5)) == 2
     try:
         ids = [
             c.Client(apis[1], api_key=key)
@@ -275,7 +275,7 @@ def test_metrics_describe_every_process(apis, redis_url, prefix):
         assert _value(waiting, "sca_queue_depth") >= 3
         assert _value(waiting, "sca_jobs", status="queued") >= 3
     finally:
-        assert len(celery.control.add_consumer(prefix + QUEUE, reply=True, timeout=5)) == 2
+        assert len(celery.control.add_consumer(prefix + keys.queue(), reply=True, timeout=5)) == 2
     for job_id in ids:
         assert (
             wait_for(

@@ -10,7 +10,7 @@ import uuid
 
 import pytest
 
-from sca_worker.jobs import QUEUE
+from sca_worker.store import keys
 from tests.integration.faults import FAST_TAKEOVER, Api, RedisProcess, Worker, worker_env
 from tests.integration.test_faults import leukemia_job
 
@@ -82,7 +82,7 @@ def test_a_job_whose_messages_were_lost_is_taken_over(redis_with_aof, tmp_path, 
                 time.sleep(0.05)
             workers.pop().kill()  # no worker left to finish the runs
         client = redis.Redis.from_url(redis_with_aof.url)
-        client.delete(prefix + QUEUE, "unacked", "unacked_index")  # every message gone
+        client.delete(prefix + keys.queue(), "unacked", "unacked_index")  # every message gone
         client.delete(f"{prefix}heartbeats")
         workers.append(Worker(env, tmp_path / "second.log", "lost1"))
         started = time.monotonic()

@@ -13,8 +13,8 @@ import pytest
 import redis
 from openapi_spec_validator import validate
 
-from sca_worker.stages import artifact_keys
-from sca_worker.store import RedisStore
+from sca_worker.store import Store
+from sca_worker.store.keys import artifact_keys
 from tests.conftest import BASEBALL_BODY, BASEBALL_S, DATA, free_port, wait_for
 from tests.service.async_api import hit_async_api
 from tests.service.conftest import ContractError, finished_job
@@ -146,7 +146,7 @@ def test_every_documented_status(client, idle_client, make_client, spec):
         response = hit(down, method, path, 503, **kwargs)
         assert response.headers["Retry-After"]
     # The page's shell touches no job and counts against no limit: Redis down, it still loads.
-    dead_redis = RedisStore.from_url(f"redis://127.0.0.1:{free_port()}/0", timeout=0.5)
+    dead_redis = Store.from_url(f"redis://127.0.0.1:{free_port()}/0", timeout=0.5)
     hit(make_client(SCA_STORE=dead_redis, SCA_QUEUE=_DeadQueue()), "get", "/v1/jobs/x/view", 200)
 
     # 401 without a valid key, 429 over the per-key request rate.

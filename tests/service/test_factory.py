@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import fakeredis
 import pytest
+import redis
 import yaml
 
 from sca_service import cli, create_app
@@ -12,7 +14,7 @@ from sca_service.backend import CeleryQueue
 from sca_service.config import from_env
 from sca_worker.config import SettingError, parse
 from sca_worker.embedded import EmbeddedRunner
-from sca_worker.store import MemoryStore, RedisStore
+from sca_worker.store import Store
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -21,7 +23,8 @@ def test_embedded_default_without_redis(monkeypatch):
     monkeypatch.delenv("REDIS_URL", raising=False)
     app = create_app()
     backend = app.extensions["sca"]
-    assert backend.embedded and isinstance(backend.store, MemoryStore)
+    assert backend.embedded and isinstance(backend.store, Store)
+    assert isinstance(backend.store.client, fakeredis.FakeRedis)  # in this process
     assert isinstance(backend.queue, EmbeddedRunner)
     backend.queue.shutdown()
 
@@ -35,7 +38,9 @@ def test_environment_then_test_config(monkeypatch):
     assert app.config["SCA_JOB_TTL"] == 123 and app.config["MAX_CONTENT_LENGTH"] == 4096
     assert app.config["SCA_MAX_N"] == 7
     backend = app.extensions["sca"]
-    assert not backend.embedded and isinstance(backend.store, RedisStore)
+    assert not backend.embedded and isinstance(backend.store, Store)
+    assert not isinstance(backend.store.client, fakeredis.FakeRedis)
+    assert isinstance(backend.store.client, redis.Redis)
     assert backend.store.ttl == 123
     assert isinstance(backend.queue, CeleryQueue)
     conf = backend.queue.celery.conf

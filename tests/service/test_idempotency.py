@@ -1,4 +1,4 @@
-"""``Idempotency-Key`` on ``POST /v1/jobs`` on the embedded default (in-memory store)."""
+"""``Idempotency-Key`` on ``POST /v1/jobs`` on the embedded default (in-process store)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""POST/GET/DELETE /v1/jobs on the embedded default (real stages, in-memory store)."""
+"""POST/GET/DELETE /v1/jobs on the embedded default (real stages, in-process store)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""``GET /metrics`` on the embedded default (the same code reads the in-memory store),
+"""``GET /metrics`` on the embedded default (the same code reads the in-process store),
 its access rules, and the client's use of the calling services' API over HTTP."""
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ and a 304 that costs nothing against the request rate."""
 from __future__ import annotations
 
 from sca_worker.jobs import now
-from sca_worker.stages import artifact_keys
+from sca_worker.store.keys import artifact_keys
 from tests.conftest import BASEBALL_BODY, BASEBALL_S
 from tests.service.conftest import IdleQueue, finished_job, problem
 

@@ -7,8 +7,8 @@ import pytest
 
 from sca_worker import celery_app
 from sca_worker.jobs import content_hashes, new_job_id, new_record, normalise_options
-from sca_worker.stages import artifact_keys
-from sca_worker.store import MemoryStore
+from sca_worker.store import Store
+from sca_worker.store.keys import artifact_keys
 from tests.conftest import BASEBALL_S
 
 
@@ -35,11 +35,12 @@ def task_store(redis_store):
     app.sca_store = previous
 
 
-@pytest.fixture(params=["redis", "memory"])
+@pytest.fixture(params=["redis", "in_process"])
 def store(request):
-    """Each store with 1000-byte chunks (the Redis one under a prefix of its own)."""
-    if request.param == "memory":
-        return MemoryStore(ttl=600, chunk_bytes=1000)
+    """The store with 1000-byte chunks on the Redis server (under a prefix of its
+    own) and in process (the embedded default's)."""
+    if request.param == "in_process":
+        return Store.in_process(ttl=600, chunk_bytes=1000)
     redis_store = request.getfixturevalue("redis_store")
     redis_store.chunk_bytes = 1000
     return redis_store

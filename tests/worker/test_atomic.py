@@ -1,4 +1,4 @@
-"""The atomic primitives (sca_worker.atomic) behave alike on a real Redis and in memory."""
+"""The store's atomic operations on a real Redis and in process."""
 
 from __future__ import annotations
 
@@ -65,7 +65,7 @@ def test_census_counts_records_and_artifact_bytes(store):
     size = store.save_arrays("input:h1", {"X": np.ones((40, 40))})  # chunked (1000 bytes)
     store.save_json("result:h2", {"k": 2})
     store.save_json("ids:j1", ["a", "b"])
-    store.sadd(store.key("refs:h1"), "j0", 60)  # a set, not an artifact
+    store.sadd("refs:h1", "j0", 60)  # a set, not an artifact
     jobs, artifacts = metrics.census(store)
     assert jobs == {"queued": 1, "running": 1, "succeeded": 2, "failed": 0, "cancelled": 0}
     assert artifacts["input"] >= size and artifacts["result"] == len(b'{"k":2}')

@@ -9,12 +9,13 @@ from types import SimpleNamespace
 import pytest
 
 from sca_worker.config import check_settings
-from sca_worker.heartbeat import HEARTBEATS, beat, take_over_stale
+from sca_worker.heartbeat import beat, take_over_stale
+from sca_worker.store import keys
 from tests.worker.conftest import make_job
 
 
 def _stale(store, job_id, task="t1", age=100):
-    store.client.zadd(store.key(HEARTBEATS), {f"{job_id}|{task}": time.time() - age})
+    store.client.zadd(store.key(keys.heartbeats()), {f"{job_id}|{task}": time.time() - age})
 
 
 def test_beat_adds_held_tasks_and_drops_finished_ones(redis_store):
@@ -25,7 +26,7 @@ def test_beat_adds_held_tasks_and_drops_finished_ones(redis_store):
     mine = beat(redis_store, held, set())
     assert mine == {"j1|a", "j2|b"}
     assert beat(redis_store, held[1:], mine) == {"j2|b"}
-    members = redis_store.client.zrange(redis_store.key(HEARTBEATS), 0, -1)
+    members = redis_store.client.zrange(redis_store.key(keys.heartbeats()), 0, -1)
     assert members == [b"j2|b"]
 
 

@@ -1,4 +1,4 @@
-"""The artifact store on a real Redis and in memory: arrays, chunks, TTLs, job records."""
+"""The store on a real Redis and in process: arrays, chunks, TTLs, job records."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ def test_arrays_round_trip_in_chunks(store):
     keys = store._artifact_keys("a")  # the head and its chunks
     chunks = -(-size // store.chunk_bytes)
     assert keys == [store.key("a")] + [store.key(f"a:chunk:{i}") for i in range(chunks)]
-    assert len(keys) > 2 and all(store._get(key) is not None for key in keys)
+    assert len(keys) > 2 and all(store.client.get(key) is not None for key in keys)
     loaded = store.load_arrays("a")
     assert set(loaded) == set(arrays)
     np.testing.assert_array_equal(loaded["S"], arrays["S"])

@@ -9,7 +9,7 @@ from celery.canvas import _chain
 from celery.exceptions import Ignore
 
 from sca_worker import celery_app, stages, tasks
-from sca_worker.stages import artifact_keys
+from sca_worker.store.keys import artifact_keys
 from tests.conftest import BASEBALL_PAPER
 from tests.worker.conftest import make_job
 

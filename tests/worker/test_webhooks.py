@@ -11,7 +11,7 @@ import pytest
 
 from sca_worker import events, webhooks
 from sca_worker.config import resolve
-from sca_worker.memory import MemoryStore
+from sca_worker.store import Store
 from sca_worker.webhooks import Allow, Refused, check_url
 from tests.conftest import ROOT, free_port
 from tests.receiver import Receiver, verify
@@ -171,9 +171,9 @@ def test_a_webhook_outlives_its_deleted_job(redis_store):
         receiver.close()
 
 
-@pytest.mark.parametrize("kind", ["redis", "memory"])
+@pytest.mark.parametrize("kind", ["redis", "in_process"])
 def test_event_log_resumes_after_an_id(kind, redis_store):
-    store = redis_store if kind == "redis" else MemoryStore()
+    store = redis_store if kind == "redis" else Store.in_process()
     record = make_job(store)
     job_id = record["id"]
     ids = [

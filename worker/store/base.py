@@ -1,0 +1,218 @@
+"""The store's connection, artifacts, JSON values, plain values, sets and locks.
+
+Arrays travel as ``.npz`` bytes (``np.savez``, read back with
+``allow_pickle=False``), never through the broker.  An artifact larger than
+``chunk_bytes`` is split into several values, because a Redis string holds at
+most 512 MB; its head key then records the number of chunks.  Chunks are
+written before the head, so a reader never sees half an artifact.  Every key
+expires ``ttl`` seconds after its last write.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from collections.abc import Callable, Iterable, Mapping
+
+import numpy as np
+import redis
+
+from ..config import DEFAULTS
+from . import keys, scripts
+
+_HEAD = b"SCACHUNKS:"
+#: Longest hold of a store lock (a holder that dies frees it after this).
+LOCK_SECONDS = 30
+
+
+class ArtifactMissing(KeyError):
+    """An artifact or JSON value is absent (never written, expired or deleted)."""
+
+
+class StoreBase:
+    """Arrays, JSON values, values, sets and locks under one key prefix with a TTL,
+    on a Redis client (a server's, or an in-process one: see :meth:`in_process`).
+
+    Every method takes *names* (see :mod:`sca_worker.store.keys`), never keys.
+    """
+
+    def __init__(
+        self,
+        client,
+        ttl: int = DEFAULTS["SCA_JOB_TTL"],
+        chunk_bytes: int = DEFAULTS["SCA_CHUNK_BYTES"],
+        prefix: str = DEFAULTS["SCA_KEY_PREFIX"],
+    ):
+        if ttl < 1 or chunk_bytes < 1:
+            raise ValueError("ttl and chunk_bytes must be positive")
+        self.client = client
+        self.ttl = int(ttl)
+        self.chunk_bytes = int(chunk_bytes)
+        self.prefix = prefix
+        self._scripts = {
+            name: client.register_script(getattr(scripts, name))
+            for name in ("HSET_IF", "HINCR_IF", "SWAP", "DELETE_IF", "PAGE", "CENSUS_STEP")
+        }
+        #: Who delivers the webhooks of the jobs that finish in this process:
+        #: ``send(job_id, status)`` (see :func:`sca_worker.webhooks.attach`).
+        self.send_webhook: Callable[[str, str], object] | None = None
+
+    @classmethod
+    def from_url(cls, url: str, timeout: float = DEFAULTS["SCA_REDIS_TIMEOUT"], **kwargs):
+        """Connect to ``redis://`` or ``rediss://`` (TLS; query options such as
+        ``ssl_ca_certs``); ``timeout`` bounds each connect and each command."""
+        client = redis.Redis.from_url(
+            url, health_check_interval=30, socket_timeout=timeout, socket_connect_timeout=timeout
+        )
+        return cls(client, **kwargs)
+
+    @classmethod
+    def in_process(cls, **kwargs):
+        """A store on a Redis of its own in this process (fakeredis): the embedded default."""
+        # Here, not at the top: fakeredis and its Lua (a third of a second to
+        # import) are for the embedded default only, not Redis mode's processes.
+        import fakeredis
+
+        return cls(fakeredis.FakeRedis(server=fakeredis.FakeServer()), **kwargs)
+
+    def key(self, name: str) -> str:
+        """The Redis key of ``name`` (under this store's prefix)."""
+        return self.prefix + name
+
+    def ping(self) -> bool:
+        return bool(self.client.ping())
+
+    def lock(self, name: str, timeout: float = LOCK_SECONDS):
+        """A mutual-exclusion lock over every process that shares this store
+        (a context manager), held at most ``timeout`` seconds."""
+        # redis-py's lock: SET NX PX to take it, a Lua script to give it back
+        return self.client.lock(
+            self.key(keys.lock(name)), timeout=timeout, blocking_timeout=timeout
+        )
+
+    # -- artifacts ----------------------------------------------------------------------------
+    def save_arrays(
+        self, name: str, arrays: Mapping[str, np.ndarray], ttl: int | None = None
+    ) -> int:
+        """Store ``arrays`` as one ``.npz`` artifact; returns its size in bytes."""
+        arrays = {k: np.asarray(v) for k, v in arrays.items()}
+        for key, value in arrays.items():
+            if value.dtype.hasobject:
+                raise ValueError(f"artifact {name}: array {key!r} has object dtype (would pickle)")
+        buffer = io.BytesIO()
+        np.savez(buffer, **arrays)  # type: ignore[arg-type]  # numpy's stub: **kwds as arrays
+        data = buffer.getbuffer()
+        self.save_bytes(name, data, ttl)
+        return data.nbytes
+
+    def load_arrays(self, name: str) -> dict[str, np.ndarray]:
+        data = self.load_bytes(name)
+        with np.load(io.BytesIO(data), allow_pickle=False) as npz:
+            return {k: npz[k] for k in npz.files}
+
+    def save_bytes(self, name: str, data, ttl: int | None = None) -> None:
+        ttl = self.ttl if ttl is None else int(ttl)
+        view = memoryview(data).cast("B")
+        if view.nbytes <= self.chunk_bytes:
+            self.client.set(self.key(name), bytes(view), ex=ttl)
+            return
+        count = -(-view.nbytes // self.chunk_bytes)
+        for i in range(count):
+            chunk = bytes(view[i * self.chunk_bytes : (i + 1) * self.chunk_bytes])
+            self.client.set(self.key(keys.chunk(name, i)), chunk, ex=ttl)
+        self.client.set(self.key(name), _HEAD + str(count).encode(), ex=ttl)
+
+    def load_bytes(self, name: str) -> bytes:
+        head = self.client.get(self.key(name))
+        if head is None:
+            raise ArtifactMissing(name)
+        if not head.startswith(_HEAD):
+            return head
+        count = int(head[len(_HEAD) :])
+        parts = []
+        for i in range(count):
+            part = self.client.get(self.key(keys.chunk(name, i)))
+            if part is None:
+                raise ArtifactMissing(f"{name} (chunk {i})")
+            parts.append(part)
+        return b"".join(parts)
+
+    def _peek(self, name: str, size: int) -> bytes | None:
+        """The first ``size`` bytes of a value (None when absent), without reading it all."""
+        with self.client.pipeline(transaction=False) as pipe:
+            pipe.exists(self.key(name))
+            pipe.getrange(self.key(name), 0, size - 1)
+            exists, prefix = pipe.execute()
+        return prefix if exists else None
+
+    def _artifact_keys(self, name: str) -> list[str]:
+        """The Redis keys of an artifact: its head, then its chunks."""
+        found = [self.key(name)]
+        if self._peek(name, len(_HEAD)) == _HEAD:
+            head = self.client.get(self.key(name)) or b""
+            if head.startswith(_HEAD):
+                count = int(head[len(_HEAD) :])
+                found += [self.key(keys.chunk(name, i)) for i in range(count)]
+        return found
+
+    def has(self, name: str) -> bool:
+        return self._peek(name, 1) is not None
+
+    def delete(self, *names: str) -> None:
+        found = [k for name in names for k in self._artifact_keys(name)]
+        if found:
+            self.client.delete(*found)
+
+    def touch(self, *names: str, ttl: int | None = None) -> None:
+        """Restart the TTL of existing artifacts (cache hits keep them alive)."""
+        found = [k for name in names for k in self._artifact_keys(name)]
+        if found:
+            with self.client.pipeline(transaction=False) as pipe:
+                for key in found:
+                    pipe.expire(key, self.ttl if ttl is None else int(ttl))
+                pipe.execute()
+
+    def save_json(self, name: str, value, ttl: int | None = None) -> None:
+        self.save_bytes(name, json.dumps(value, separators=(",", ":")).encode(), ttl)
+
+    def load_json(self, name: str):
+        return json.loads(self.load_bytes(name))
+
+    # -- values set once, or compared and set -------------------------------------------------
+    def set_if(self, name: str, value: bytes, ttl: int, expected: bytes | None = None) -> bool:
+        """Set ``name`` to ``value`` only when it is absent (``expected`` None,
+        ``SET NX``) or holds exactly ``expected``; whether it was set."""
+        if expected is None:
+            return bool(self.client.set(self.key(name), value, nx=True, ex=int(ttl)))
+        return bool(self._scripts["SWAP"](keys=[self.key(name)], args=[expected, value, int(ttl)]))
+
+    def get_value(self, name: str) -> bytes | None:
+        return self.client.get(self.key(name))
+
+    def delete_if(self, name: str, expected: bytes) -> bool:
+        """Delete ``name`` only while it holds ``expected``; whether it was deleted."""
+        return bool(self._scripts["DELETE_IF"](keys=[self.key(name)], args=[expected]))
+
+    # -- sets -----------------------------------------------------------------------------------
+    def sadd(self, name: str, member: str, ttl: int) -> int:
+        """Add to the set ``name`` (restarting its TTL); its size after."""
+        with self.client.pipeline() as pipe:
+            pipe.sadd(self.key(name), member)
+            pipe.expire(self.key(name), int(ttl))
+            pipe.scard(self.key(name))
+            return int(pipe.execute()[2])
+
+    def srem(self, name: str, *members: str) -> None:
+        self.client.srem(self.key(name), *members)
+
+    def smembers(self, name: str) -> set[str]:
+        return {m.decode() for m in self.client.smembers(self.key(name))}
+
+
+def encode(fields: Mapping) -> dict[str, bytes]:
+    """Fields of a record as JSON bytes (counters are plain numbers, which are JSON too)."""
+    return {k: json.dumps(v, separators=(",", ":")).encode() for k, v in fields.items()}
+
+
+def expected_statuses(expect: Iterable[str] | None) -> tuple[bytes, ...]:
+    return tuple(json.dumps(s).encode() for s in expect or ())

@@ -1,0 +1,174 @@
+"""Job records, their tasks and events; sorted indexes; counter hashes; the census.
+
+Job records are hashes of JSON-encoded fields, updated by scripts that check
+the record still exists (and, when asked, its status), so a deleted job is
+never re-created by a late write.  A job's events are a Redis stream
+(``XADD ... MAXLEN ~``, expiring with the job); an event's id is its stream id
+(``<milliseconds>-<sequence>``), and a reader resumes after any id it saw
+(``XREAD``).  Indexes page after a member (its rank found and the page read
+in one script, so members added meanwhile never shift a page).  Counter
+hashes are added to in one transaction (a reader never sees half of one
+observation).  The census walks the keys with a cursor (``SCAN``), each step
+of :data:`SCAN_BATCH` keys summed in Redis by a script: Redis is never held
+for long.  SCAN counts every key that exists for the whole pass once, and may
+count a key twice while Redis resizes its table meanwhile (rare, and gone by
+the next scrape).
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Iterable, Mapping
+
+from . import keys
+from .base import StoreBase, encode, expected_statuses
+
+#: Keys read per SCAN step of the census.
+SCAN_BATCH = 250
+#: Events kept per job (the oldest are dropped beyond; a job with ensemble runs
+#: writes at most about 30).
+EVENTS_KEPT = 1000
+#: Longest single blocking read of events; below any sensible SCA_REDIS_TIMEOUT.
+EVENTS_BLOCK = 2.0
+
+
+def _glob(text: str) -> str:
+    """``text`` with the glob characters of SCAN's MATCH escaped."""
+    return "".join("\\" + c if c in "*?[]\\" else c for c in text)
+
+
+def _text(value) -> str:
+    return value.decode() if isinstance(value, bytes) else value
+
+
+class Records(StoreBase):
+    # -- job records --------------------------------------------------------------------------
+    def create_job(self, job_id: str, fields: Mapping) -> None:
+        key = self.key(keys.job(job_id))
+        with self.client.pipeline() as pipe:
+            pipe.hset(key, mapping=encode(fields))
+            pipe.expire(key, self.ttl)
+            pipe.execute()
+
+    def get_job(self, job_id: str) -> dict | None:
+        raw = self.client.hgetall(self.key(keys.job(job_id)))
+        if not raw:
+            return None
+        return {k.decode(): json.loads(v) for k, v in raw.items()}
+
+    def update_job(self, job_id: str, fields: Mapping, expect: Iterable[str] | None = None) -> bool:
+        """Set fields of an existing job; with ``expect``, only while its status is one of them.
+
+        Returns whether the update happened.
+        """
+        expected = expected_statuses(expect)
+        args: list = [self.ttl, len(expected), *expected]
+        for field, value in encode(fields).items():
+            args += [field, value]
+        return bool(self._scripts["HSET_IF"](keys=[self.key(keys.job(job_id))], args=args))
+
+    def incr_job(self, job_id: str, field: str, amount: float = 1) -> float | None:
+        """Add to a counter of an existing job; None (and no record made) when it is gone."""
+        whole = float(amount).is_integer()
+        value = self._scripts["HINCR_IF"](
+            keys=[self.key(keys.job(job_id))],
+            args=[field, int(amount) if whole else amount, "int" if whole else "float"],
+        )
+        if value is None:
+            return None
+        return int(value) if whole else float(value)
+
+    def delete_job(self, job_id: str) -> None:
+        names = (keys.job(job_id), keys.job_tasks(job_id), keys.job_events(job_id))
+        self.client.delete(*(self.key(name) for name in names))
+
+    def add_task(self, job_id: str, task_id: str) -> None:
+        self.sadd(keys.job_tasks(job_id), task_id, self.ttl)
+
+    def remove_task(self, job_id: str, task_id: str) -> None:
+        self.srem(keys.job_tasks(job_id), task_id)
+
+    def job_tasks(self, job_id: str) -> set[str]:
+        return self.smembers(keys.job_tasks(job_id))
+
+    # -- job events ---------------------------------------------------------------------------
+    def append_event(self, job_id: str, event: str, data: str) -> str:
+        """Append an event to the job's log; its id."""
+        key = self.key(keys.job_events(job_id))
+        with self.client.pipeline() as pipe:
+            pipe.xadd(key, {"e": event, "d": data}, maxlen=EVENTS_KEPT, approximate=True)
+            pipe.expire(key, self.ttl)
+            event_id, _ = pipe.execute()
+        return _text(event_id)
+
+    def read_events(self, job_id: str, after: str | None, wait: float) -> list[tuple]:
+        """Up to 100 events after the id ``after`` (from the first when None), as
+        ``(id, event, data)``; waits up to ``wait`` seconds (at most
+        :data:`EVENTS_BLOCK`) for one."""
+        block = int(min(wait, EVENTS_BLOCK) * 1000)
+        found = self.client.xread(
+            {self.key(keys.job_events(job_id)): after or "0-0"},
+            count=100,
+            block=block if block > 0 else None,
+        )
+        return [
+            (_text(event_id), _text(fields[b"e"]), _text(fields[b"d"]))
+            for _, entries in found or []
+            for event_id, fields in entries
+        ]
+
+    # -- sorted indexes -------------------------------------------------------------------------
+    def index_add(
+        self, name: str, member: str, score: float, ttl: int, drop_below: float | None = None
+    ) -> None:
+        """Add ``member`` at ``score``; drop members scored below ``drop_below``."""
+        key = self.key(name)
+        with self.client.pipeline(transaction=False) as pipe:
+            pipe.zadd(key, {member: score})
+            if drop_below is not None:
+                pipe.zremrangebyscore(key, "-inf", f"({drop_below}")
+            pipe.expire(key, int(ttl))
+            pipe.execute()
+
+    def index_page(self, name: str, after: str | None, count: int) -> list[str] | None:
+        """Up to ``count`` members after ``after`` (from the newest when None),
+        highest score first; None when ``after`` is not in the index."""
+        found = self._scripts["PAGE"](keys=[self.key(name)], args=[after or "", int(count)])
+        return None if found is None else [m.decode() for m in found]
+
+    # -- counter hashes --------------------------------------------------------------------
+    def hincr_many(self, name: str, amounts: Mapping) -> None:
+        """Add to several fields of one hash in one transaction (ints and floats)."""
+        key = self.key(name)
+        with self.client.pipeline(transaction=True) as pipe:
+            for field, amount in amounts.items():
+                if isinstance(amount, int):
+                    pipe.hincrby(key, field, amount)
+                else:
+                    pipe.hincrbyfloat(key, field, amount)
+            pipe.execute()
+
+    def hnumbers(self, name: str) -> dict[str, float]:
+        return {k.decode(): float(v) for k, v in self.client.hgetall(self.key(name)).items()}
+
+    # -- the census ------------------------------------------------------------------------
+    def census(self, records: str, field: str, kinds: Iterable[str]) -> tuple[Counter, Counter]:
+        """In one pass over the store's keys: how many records (hashes named
+        ``<records>:<id>``) hold each (JSON) value of ``field``, and the bytes of
+        the string values named ``<kind>:...`` per kind.  Each SCAN step of
+        :data:`SCAN_BATCH` keys is summed in Redis: no command, no reply per key."""
+        step, cursor = self._scripts["CENSUS_STEP"], b"0"
+        values: Counter = Counter()
+        sizes: Counter = Counter()
+        match, skip = _glob(self.prefix) + "*", len(self.prefix.encode())
+        while True:
+            cursor, found, stored = step(
+                keys=[], args=[cursor, match, SCAN_BATCH, skip, records, field, *kinds]
+            )
+            for value, count in zip(found[::2], found[1::2]):
+                values[json.loads(value)] += int(count)
+            for kind, size in zip(stored[::2], stored[1::2]):
+                sizes[_text(kind)] += int(size)
+            if cursor in (b"0", "0", 0):
+                return values, sizes
