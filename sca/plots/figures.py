@@ -112,7 +112,7 @@ def trace(
     few = elements.size <= TRACE_IDS_MAX
     alpha = 1.0 if few else max(0.25, min(0.8, 30 / elements.size))
     rank_in_cluster: dict = {}
-    handles = []
+    handles: list = []
     for col, e in enumerate(elements):
         c = int(labels[e])
         r = rank_in_cluster.get(c, 0)
