@@ -6,7 +6,7 @@ ensembles.  :func:`ensemble_plan` expands it into independent, JSON-able run
 descriptors (one seed each) so that a worker pool can fan them out;
 :func:`ensemble_run` performs one.
 
-Every run uses one BLAS and one OpenMP thread (:func:`sca.kernels.single_threaded`):
+Every run uses one BLAS and one OpenMP thread (:func:`sca.operators.kernels.single_threaded`):
 the runs, not the threads inside one run, are spread over the cores, by
 :func:`ensemble_labels` and :func:`ensemble_fit` here and by the worker's
 per-run tasks.  A run's result depends on its descriptor alone, so it is the
@@ -23,7 +23,7 @@ import numpy as np
 
 from .errors import SCAError
 from .inputs import check_data
-from .kernels import single_threaded
+from .operators.kernels import single_threaded
 from .options import ALGORITHMS
 
 #: Iteration cap of one multiplicative-update NMF run.

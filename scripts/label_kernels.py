@@ -21,8 +21,8 @@ import numpy as np
 import scipy.sparse as sp
 
 import sca
-from sca import kernels
 from sca.inputs import membership_factors
+from sca.operators import kernels
 from sca.planted import planted_runs, planted_truth
 
 
