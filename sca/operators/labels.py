@@ -6,7 +6,7 @@ the smallest unsigned integer type that holds its labels, says all that H
 does in a fraction of the memory (one byte per entry for runs of up to 256
 labels, against twelve for a sparse H).  :class:`LabelOperator` keeps that
 matrix (a ``.npy`` stays memory-mapped), packs runs in groups whose
-combined codes fit a byte, and computes every product with S from the
+combined codes fit a byte (:mod:`sca.operators.packing`), and computes every product with S from the
 packed codes in row blocks (:mod:`sca.operators.kernels`): ``H^T x`` as weighted
 counts, ``H y`` as gathers, the ``K x K`` Gram matrix ``H^T D^2 H`` as
 weighted counts of pairs of codes.  Each is a map over row blocks followed
@@ -47,7 +47,7 @@ JOINT_MIN_N = 2_000
 #: ... below this many, from narrower groups (runs of five labels: pairs of runs,
 #: 25 codes): more pairs of groups to count, but tables that stay in the core's
 #: fastest cache and a twelfth of the cells to put onto the labels; the byte
-#: codes pay from about 10^6 elements (``scripts/label_kernels.py`` measures both).
+#: codes pay from about 10^6 elements.
 NARROW_CODES = 32
 NARROW_MAX_N = 1 << 19
 #: Beyond GRAM_MAX_K clusters the Gram matrix is still counted up to this many

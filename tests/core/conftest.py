@@ -1,3 +1,5 @@
+from pathlib import Path
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -19,6 +21,14 @@ from tests.conftest import (  # noqa: F401
 from tests.conftest import BASEBALL_S as _BASEBALL_S
 
 BASEBALL_S = np.array(_BASEBALL_S, dtype=float)
+
+
+def pytest_collection_modifyitems(config, items):
+    """Mark every test of this folder ``core`` (pyproject.toml registers the markers)."""
+    here = Path(__file__).parent
+    for item in items:
+        if here in item.path.parents:
+            item.add_marker(pytest.mark.core)
 
 
 @pytest.fixture
