@@ -19,6 +19,7 @@ def cluster_labels(runs, **options):
     return sca.cluster(labels=runs, options=options)
 
 
+@pytest.mark.slow
 def test_random_labels_have_no_cluster_structure():
     for seed, (n, r, k) in enumerate([(300, 50, 5), (1800, 100, 5), (500, 20, 3)]):
         runs = np.random.default_rng(seed).integers(0, k, (n, r))
@@ -39,6 +40,7 @@ def test_weak_structure_never_gives_more_clusters_than_planted(seed):
     assert result["k"] < 11
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", range(2))
 def test_twenty_equal_blocks_are_found(seed):
     rng = np.random.default_rng(seed)
@@ -48,6 +50,7 @@ def test_twenty_equal_blocks_are_found(seed):
     assert adjusted_rand_score(truth, result["labels"]) > 0.99
 
 
+@pytest.mark.slow
 def test_forty_blocks_grow_k_hat_past_its_start():
     rng = np.random.default_rng(0)
     truth = planted_truth(4000, [1] * 40, rng)
@@ -60,6 +63,7 @@ def test_forty_blocks_grow_k_hat_past_its_start():
     assert capped.capped and capped.k == 20 and any("raise k_hat" in n for n in capped.notes)
 
 
+@pytest.mark.slow
 def test_small_blocks_beside_large_ones_are_found():
     rng = np.random.default_rng(0)
     truth = rng.permutation(np.repeat(np.arange(5), [2000, 500, 100, 30, 10]))
@@ -109,6 +113,7 @@ def test_float_labels_beyond_exact_integers_are_refused():
         sca.membership_operator(np.array([[0], [2**64 - 1]], dtype=np.uint64))
 
 
+@pytest.mark.slow
 def test_dense_and_sparse_similarities_use_a_shuffled_null():
     S, truth = planted_similarity(400, 4, 0)
     for form in (S, sp.csr_array(S * (S > 0.45))):

@@ -53,6 +53,7 @@ def assert_same(got, ref):
     assert got[7] == ref[7] == 1
 
 
+@pytest.mark.slow
 def test_every_stage_agrees_across_forms(forms):
     truth, ops = forms
     assert type(ops["labels"]) is LabelOperator and ops["labels"].codes.dtype == np.uint8
@@ -80,6 +81,7 @@ def test_label_matrix_memory_mapped(tmp_path):
     )
 
 
+@pytest.mark.slow
 def test_dask_label_matrix_on_a_local_cluster(forms):
     """The label matrix as a chunked Dask array, on a dask.distributed cluster:
     every stage gives the in-memory answer."""
@@ -100,6 +102,7 @@ def test_dask_label_matrix_on_a_local_cluster(forms):
         assert_same(stage_results(op), stage_results(ops["labels"]))
 
 
+@pytest.mark.slow
 def test_large_spectrum_paths_agree_with_dense_reference():
     """eigsh (dense/sparse, n > 1000) and the K x K Gram matrix (factored)
     give the same leading eigenvalues as numpy's eigvalsh."""
@@ -154,6 +157,7 @@ def test_entries_and_block_sums_agree_across_forms(forms):
         assert np.allclose(P.block_sums(truth), E.T @ dense @ E)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("dense_max", [1000, 50], ids=["eigvalsh", "eigsh"])
 def test_many_clusters_read_the_spectrum_off_the_counted_gram(monkeypatch, dense_max):
     """Beyond GRAM_MAX_K clusters (runs of many labels) the label matrix still

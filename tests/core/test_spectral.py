@@ -18,6 +18,7 @@ def test_perron_cluster_is_the_largest_gap_with_ties_to_smallest_k():
     assert sca.largest_gap_k([1.0, 0.9, 0.5, 0.45, 0.1], min_k=3) == 4
 
 
+@pytest.mark.slow
 def test_default_rule_finds_unequal_blocks_where_perron_says_one():
     rng = np.random.default_rng(0)
     truth = planted_truth(1500, [1, 2, 3, 4, 5, 6], rng)
