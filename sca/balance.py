@@ -24,8 +24,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from .errors import BalancingError, SCAError
-from .kernels import one_blas_thread
 from .operators import ConsensusOperator
+from .operators.kernels import one_blas_thread
 from .options import OPTIONS
 
 DEFAULT_TOL = OPTIONS["tol"].default

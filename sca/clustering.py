@@ -22,8 +22,8 @@ from .iteration import (
     random_start,
     solutions_of,
 )
-from .kernels import one_blas_thread
 from .operators import ConsensusOperator
+from .operators.kernels import one_blas_thread
 from .options import OPTIONS
 
 DEFAULT_STABLE = OPTIONS["stable"].default

@@ -61,7 +61,7 @@ def matching(labels, reference) -> np.ndarray:
     when ``labels`` has more clusters), maximising the total overlap
     (``scipy.optimize.linear_sum_assignment``).
     """
-    from scipy.optimize import linear_sum_assignment  # scipy.optimize: 0.16 s to import
+    from scipy.optimize import linear_sum_assignment  # scipy.optimize is slow to import
 
     labels, reference = np.asarray(labels), np.asarray(reference)
     overlap = np.zeros((int(labels.max()) + 1, int(reference.max()) + 1))

@@ -6,7 +6,7 @@ ensembles.  :func:`ensemble_plan` expands it into independent, JSON-able run
 descriptors (one seed each) so that a worker pool can fan them out;
 :func:`ensemble_run` performs one.
 
-Every run uses one BLAS and one OpenMP thread (:func:`sca.kernels.single_threaded`):
+Every run uses one BLAS and one OpenMP thread (:func:`sca.operators.kernels.single_threaded`):
 the runs, not the threads inside one run, are spread over the cores, by
 :func:`ensemble_labels` and :func:`ensemble_fit` here and by the worker's
 per-run tasks.  A run's result depends on its descriptor alone, so it is the
@@ -23,7 +23,7 @@ import numpy as np
 
 from .errors import SCAError
 from .inputs import check_data
-from .kernels import single_threaded
+from .operators.kernels import single_threaded
 from .options import ALGORITHMS
 
 #: Iteration cap of one multiplicative-update NMF run.
@@ -202,8 +202,7 @@ def ensemble_predict(models: np.ndarray, groups: np.ndarray, algorithms, X) -> n
     the components fixed, NMF's objective ``||x - w H||`` is a nonnegative least
     squares problem in w, solved exactly (``scipy.optimize.nnls``): the point
     multiplicative updates (``non_negative_factorization(update_H=False)``)
-    approach, in a fraction of their time (0.4 ms against 10 ms a row on the
-    leukemia data).
+    approach, in a fraction of their time.
     """
     from scipy.optimize import nnls
     from sklearn.metrics import pairwise_distances_argmin

@@ -18,8 +18,14 @@ import numpy as np
 import scipy.sparse as sp
 
 from .errors import SCAError
-from .labels import is_dask, label_operator
-from .operators import DenseOperator, FactoredOperator, SparseOperator
+from .operators import (
+    DenseOperator,
+    FactoredOperator,
+    FactorOperator,
+    SparseOperator,
+    is_dask,
+    label_operator,
+)
 from .options import SCALINGS, SNN_METRICS
 
 #: Relative tolerance for the symmetry check of a user's matrix.
@@ -273,11 +279,11 @@ def _codes(labels: np.ndarray, present: np.ndarray) -> tuple[np.ndarray, int]:
     return codes, uniq.size
 
 
-def membership_operator(labels, field: str = "labels") -> FactoredOperator:
+def membership_operator(labels, field: str = "labels") -> FactorOperator:
     """Consensus of label runs as ``S = H H^T``: S_ij = runs sharing i and j.
 
     With every element in every run, the label matrix itself is the operator
-    (:class:`sca.labels.LabelOperator`; a Dask array stays one); otherwise
+    (:class:`sca.operators.labels.LabelOperator`; a Dask array stays one); otherwise
     (subsampled runs, labels far apart) the sparse H is built.
     """
     if is_dask(labels):

@@ -25,7 +25,7 @@ import scipy.sparse as sp
 
 from .ensemble import ensemble_predict
 from .errors import SCAError
-from .labels import label_spans
+from .operators import label_spans
 
 #: Largest K x q block of new elements' rows of H formed densely.
 _DENSE_H_ENTRIES = 4_000_000
@@ -37,7 +37,7 @@ def run_columns(labels) -> tuple[np.ndarray, np.ndarray]:
     Run j owns columns ``groups[j]:groups[j+1]`` of H in increasing label
     order, laid out as :func:`sca.inputs.membership_operator` lays them out:
     one per label ``0..spans[j]-1`` for the label operator
-    (:func:`sca.labels.label_spans`), else one per label the run uses (as
+    (:func:`sca.operators.labels.label_spans`), else one per label the run uses (as
     :func:`sca.inputs.membership_factors` numbers them).  Returns
     ``(column_labels, groups)``.
     """

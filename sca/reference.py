@@ -48,7 +48,7 @@ from .balance import balance
 from .ensemble import ensemble_items, ensemble_labels
 from .errors import BalancingError
 from .inputs import membership_operator
-from .kernels import single_threaded
+from .operators.kernels import single_threaded
 
 #: Reference data sets run through the ensemble.
 DRAWS = 4

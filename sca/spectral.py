@@ -45,9 +45,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .errors import SCAError
-from .kernels import one_blas_thread, single_threaded
 from .null import ZERO, NoiseFloor, noise_floor
 from .operators import ConsensusOperator
+from .operators.kernels import one_blas_thread, single_threaded
 from .options import OPTIONS, RULES, validate  # noqa: F401 - RULES re-exported
 from .reference import reference_k
 

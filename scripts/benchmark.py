@@ -64,7 +64,7 @@ def _peak_rss_gib() -> float:
 def warm_up(blocks: int, runs: int, seed: int) -> None:
     """One small pass through every timed code path (imports, thread pools)."""
     import sca
-    from sca.kernels import COMPILED_MIN_ROWS
+    from sca.operators.kernels import COMPILED_MIN_ROWS
     from sca.planted import planted_runs, planted_truth
 
     rng = np.random.default_rng(seed)

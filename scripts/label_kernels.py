@@ -3,7 +3,7 @@
 On the same planted label runs (r runs of 5 blocks), in one process, best of
 ``--repeats``: ``S X`` through the sparse H (scipy), through the one-hot
 matrix of the byte codes ``Hp`` (scipy), through the compiled kernels of
-:mod:`sca.kernels` on the byte codes, and through the label operator itself
+:mod:`sca.operators.kernels` on the byte codes, and through the label operator itself
 (the wide codes, column by column, from n = 62,500 at r = 100), for one and
 four columns; and the K x K Gram matrix from dense row blocks of H against
 the pair counts of combined codes.
@@ -21,8 +21,8 @@ import numpy as np
 import scipy.sparse as sp
 
 import sca
-from sca import kernels
 from sca.inputs import membership_factors
+from sca.operators import kernels
 from sca.planted import planted_runs, planted_truth
 
 

@@ -33,8 +33,8 @@ from sca_worker.problems import PROBLEM_BASE
 
 from ..errors import ProblemError
 
-#: Seconds a query may run without a slot.  A custom cluster with the default
-#: sizes takes one step, 2-3 ms at n = 10^4; this is some 25 steps.  Each
+#: Seconds a query may run without a slot: a few dozen steps of a custom
+#: cluster with the default sizes (which takes one step) at n = 10^4.  Each
 #: refused request costs this much work, so it is kept small.
 SHORT_QUERY = 0.05
 

@@ -251,6 +251,7 @@ def test_serve_without_the_server_extra_says_what_to_install(monkeypatch, capsys
     assert err.count("\n") == 1 and "pip install 'stochastic-clustering[server]'" in err
 
 
+@pytest.mark.slow
 def test_the_console_script_runs_the_core_cli():
     """The installed ``sca`` (pyproject's entry point) as a process."""
     proc = subprocess.run(
@@ -265,6 +266,7 @@ def test_the_console_script_runs_the_core_cli():
     assert proc.returncode == 2 and "exactly one" in proc.stderr and proc.stdout == ""
 
 
+@pytest.mark.slow
 def test_only_the_console_script_leaves_its_objects_to_the_system():
     """The console script (``main()`` on sys.argv) freezes the collector's
     objects before the process ends; ``main([...])`` called from Python leaves

@@ -100,6 +100,7 @@ def test_custom_parameters_are_checked(baseball, kwargs, field):
     assert info.value.field == field
 
 
+@pytest.mark.slow
 def test_custom_cluster_of_patient_2_on_an_nmf_k6_ensemble(leukemia_X):
     """Sec. 5.3: from Patient 2 on a k = 6 NMF consensus the paper finds
     {2, 4, 6, 15, 19, 29, 36}; ensembles are random, so check the cluster

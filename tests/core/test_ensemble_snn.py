@@ -26,6 +26,7 @@ def test_plan_expands_ks_and_runs_with_reproducible_seeds():
     assert plan != sca.ensemble_plan(spec, seed=2)
 
 
+@pytest.mark.slow
 def test_iris_combined_ensemble_clusters_setosa_apart(iris):
     X, species = iris
     spec = [{"algorithm": "kmeans", "k": 3, "runs": 20}, {"algorithm": "nmf", "k": 3, "runs": 20}]

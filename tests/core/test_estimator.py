@@ -220,6 +220,7 @@ def test_constant_data_is_one_cluster():
         assert model.n_clusters_ == 1 and model.labels_.tolist() == [0] * n
 
 
+@pytest.mark.slow
 def test_random_state_reproduces_and_seeds_the_ensemble():
     X, _ = make_blobs(n_samples=80, centers=3, random_state=4)
     fit = lambda state: sca.StochasticClustering(  # noqa: E731
@@ -403,6 +404,7 @@ print(json.dumps({"labels": labels.tolist(), "rows": rows.tolist(),
 """
 
 
+@pytest.mark.slow
 def test_core_runs_without_the_web_stack():
     done = subprocess.run(
         [sys.executable, "-c", WITHOUT_WEB_STACK, str(BASEBALL_CSV), ",".join(BLOCKED)],

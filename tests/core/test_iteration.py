@@ -37,6 +37,7 @@ def test_iteration_cap_is_a_clear_error(baseball):
     assert info.value.field == "options.max_iterations"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sizes", [[1] * 5, [1, 2, 3, 4, 5, 6]])
 def test_default_configuration_recovers_planted_partitions(sizes):
     rng = np.random.default_rng(11)
@@ -104,6 +105,7 @@ def test_same_seed_same_answer(baseball):
     assert a.iterations == b.iterations and np.array_equal(a.labels, b.labels)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("split", ["kmeans", "gaps"])
 def test_iterates_on_k_vectors_are_those_on_n_vectors(split):
     """Once the Gram matrix of a factored P is at hand (the spectrum computed

@@ -11,6 +11,7 @@ from sklearn.metrics import adjusted_rand_score
 
 import sca
 from sca.planted import planted_runs, planted_truth
+from tests.core.conftest import planted_similarity
 
 
 def cluster_labels(runs, **options):
@@ -18,6 +19,7 @@ def cluster_labels(runs, **options):
     return sca.cluster(labels=runs, options=options)
 
 
+@pytest.mark.slow
 def test_random_labels_have_no_cluster_structure():
     for seed, (n, r, k) in enumerate([(300, 50, 5), (1800, 100, 5), (500, 20, 3)]):
         runs = np.random.default_rng(seed).integers(0, k, (n, r))
@@ -26,24 +28,6 @@ def test_random_labels_have_no_cluster_structure():
         assert any("no cluster structure" in note for note in result["notes"])
         assert result["clusters"] == [list(range(n))]
         assert result["noise_floor"] > result["eigenvalues"][1]
-
-
-def test_few_clusters_over_many_elements_have_the_margin_of_their_rank():
-    """Random labels with K << n (20 runs of 5 labels: S has rank 100 at most)
-    and a single null draw: the margin is the fluctuation of a rank-100 top
-    eigenvalue, not of a full-rank one (with which this input gave k = 2)."""
-    from sca.null import noise_floor, tracy_widom
-
-    runs = np.random.default_rng(0).integers(0, 5, (70_000, 20))
-    S = sca.membership_operator(runs)
-    assert S.rank_bound == 100 and tracy_widom(S, draws=1) > 2 * S.n ** (-2 / 3)
-    dense = sca.consensus_operator(np.eye(400) + 0.01)
-    for draws in (1, 8):  # full rank: as before
-        assert dense.rank_bound == 400
-        assert tracy_widom(dense, draws) == pytest.approx(400 ** (-2 / 3))
-    P = sca.balance(S).P
-    spec = sca.spectrum(P)
-    assert spec.k == 1 and spec.floor > spec.eigenvalues[1] > noise_floor(S).draws[0, 0]
 
 
 @pytest.mark.parametrize("seed", range(4))
@@ -56,6 +40,7 @@ def test_weak_structure_never_gives_more_clusters_than_planted(seed):
     assert result["k"] < 11
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", range(2))
 def test_twenty_equal_blocks_are_found(seed):
     rng = np.random.default_rng(seed)
@@ -65,6 +50,7 @@ def test_twenty_equal_blocks_are_found(seed):
     assert adjusted_rand_score(truth, result["labels"]) > 0.99
 
 
+@pytest.mark.slow
 def test_forty_blocks_grow_k_hat_past_its_start():
     rng = np.random.default_rng(0)
     truth = planted_truth(4000, [1] * 40, rng)
@@ -77,6 +63,7 @@ def test_forty_blocks_grow_k_hat_past_its_start():
     assert capped.capped and capped.k == 20 and any("raise k_hat" in n for n in capped.notes)
 
 
+@pytest.mark.slow
 def test_small_blocks_beside_large_ones_are_found():
     rng = np.random.default_rng(0)
     truth = rng.permutation(np.repeat(np.arange(5), [2000, 500, 100, 30, 10]))
@@ -126,16 +113,7 @@ def test_float_labels_beyond_exact_integers_are_refused():
         sca.membership_operator(np.array([[0], [2**64 - 1]], dtype=np.uint64))
 
 
-def planted_similarity(n, blocks, seed):
-    """A dense similarity with planted blocks (within 0.6 +- noise, between 0.2 +- noise)."""
-    rng = np.random.default_rng(seed)
-    truth = planted_truth(n, [1] * blocks, rng)
-    S = np.where(truth[:, None] == truth[None, :], 0.6, 0.2) + 0.3 * rng.random((n, n))
-    S = (S + S.T) / 2
-    np.fill_diagonal(S, 1.0)
-    return S, truth
-
-
+@pytest.mark.slow
 def test_dense_and_sparse_similarities_use_a_shuffled_null():
     S, truth = planted_similarity(400, 4, 0)
     for form in (S, sp.csr_array(S * (S > 0.45))):
@@ -145,25 +123,6 @@ def test_dense_and_sparse_similarities_use_a_shuffled_null():
     noise = (noise + noise.T) / 2
     np.fill_diagonal(noise, 1.0)
     assert sca.cluster(consensus=noise)["k"] == 1
-
-
-def test_null_draws_keep_what_they_promise():
-    rng = np.random.default_rng(0)
-    runs = planted_runs(planted_truth(200, [1, 2], rng), 6, 0.2, rng)
-    runs[::7, 2] = -1  # some elements left out of run 2
-    S = sca.membership_operator(runs)
-    null = S.null_draw(rng)
-    # every run keeps its cluster sizes, every element its number of runs
-    assert np.array_equal(
-        np.sort(np.asarray(S.H.sum(axis=0))), np.sort(np.asarray(null.H.sum(axis=0)))
-    )
-    assert np.array_equal(np.diff(S.H.indptr), np.diff(null.H.indptr))
-    dense, _ = planted_similarity(50, 2, 0)
-    shuffled = sca.consensus_operator(dense).null_draw(rng).S
-    assert np.allclose(shuffled, shuffled.T) and np.array_equal(np.diag(shuffled), np.diag(dense))
-    iu = np.triu_indices(50, 1)
-    assert np.array_equal(np.sort(shuffled[iu]), np.sort(dense[iu]))
-    assert not np.array_equal(shuffled, dense)
 
 
 def test_confidence_is_the_walk_staying_in_the_cluster(baseball):

@@ -1,32 +1,16 @@
-"""Every stage on the dense, sparse, factored, label-matrix and Dask forms of one
-consensus agrees."""
+"""The consensus operator's forms (sca.operators): every stage on the dense,
+sparse, factored, label-matrix and Dask forms of one consensus agrees."""
 
 import numpy as np
 import pytest
 import scipy.sparse as sp
 
 import sca
-import sca.kernels
-import sca.labels
+import sca.operators.factored
+import sca.operators.labels
 from sca.inputs import membership_factors
-from sca.labels import LabelOperator
+from sca.operators import LabelOperator
 from sca.planted import planted_runs, planted_truth
-
-
-@pytest.fixture(scope="module")
-def forms():
-    rng = np.random.default_rng(7)
-    truth = planted_truth(300, [1, 2, 3], rng)
-    labels = planted_runs(truth, 40, 0.3, rng)
-    H, groups = membership_factors(labels)
-    factored = sca.FactoredOperator(H, groups=groups)
-    S = factored.to_dense()
-    return truth, {
-        "dense": sca.consensus_operator(S),
-        "sparse": sca.consensus_operator(sp.csr_array(S)),
-        "factored": factored,
-        "labels": sca.membership_operator(labels),
-    }
 
 
 def test_factored_is_h_h_transpose(forms):
@@ -69,6 +53,7 @@ def assert_same(got, ref):
     assert got[7] == ref[7] == 1
 
 
+@pytest.mark.slow
 def test_every_stage_agrees_across_forms(forms):
     truth, ops = forms
     assert type(ops["labels"]) is LabelOperator and ops["labels"].codes.dtype == np.uint8
@@ -78,53 +63,6 @@ def test_every_stage_agrees_across_forms(forms):
     assert sca.evaluate(ref[3], truth)["ari"] == 1.0
     for name in ("sparse", "factored", "labels"):
         assert_same(results[name], ref)
-
-
-@pytest.mark.parametrize(
-    "compiled, wide",
-    [(False, False), (True, False), (True, True)],
-    ids=["numpy", "compiled byte codes", "compiled wide codes"],
-)
-def test_label_operator_matches_sparse_h(forms, monkeypatch, compiled, wide):
-    """Products, Gram matrix, entries, components and the null draw of the
-    label matrix are those of the sparse H built from the same runs: through
-    numpy (small inputs), the compiled kernels on the byte codes, and on the
-    wide codes (from tens of thousands of elements on)."""
-    monkeypatch.setattr(sca.labels, "JOINT_MIN_N", 0)  # the Gram by counts at any n
-    monkeypatch.setattr(sca.kernels, "COMPILED_MIN_ROWS", 0 if compiled else 10**9)
-    monkeypatch.setattr(sca.labels, "WIDE_MIN_RATIO", 0 if wide else 10**9)
-    _, ops = forms
-    factored = ops["factored"]
-    labels = LabelOperator(ops["labels"].codes, ops["labels"].spans)  # its own packings
-    assert (labels.wide is not None) == wide
-    rng = np.random.default_rng(4)
-    d = rng.random(300) + 0.5
-    X = rng.random((300, 7))
-    for F, L in ((factored, labels), (factored.scaled(d), labels.scaled(d))):
-        for columns in (1, 2, 3, 4, 5, 7):  # wide gathers: four columns a pass, and the rest
-            assert np.allclose(L.matmat(X[:, :columns]), F.matmat(X[:, :columns]), rtol=1e-12)
-        assert np.allclose(L.matmat(X[:, 0]), F.matmat(X[:, 0]), rtol=1e-12)
-        for narrow_max_n in (10**9, 0):  # the Gram from narrow groups, and from byte codes
-            monkeypatch.setattr(sca.labels, "NARROW_MAX_N", narrow_max_n)
-            assert np.allclose(L.gram(), F.gram(), rtol=1e-12)
-            assert np.allclose(L.gram(np.float32), F.gram(), rtol=1e-5)  # a null draw's counts
-    narrow, byte = (labels._packed(limit)[0] for limit in (sca.labels.NARROW_CODES, 256))
-    assert len(narrow) > len(byte) > 1  # two different groupings of the runs were counted
-    rows, cols = rng.integers(0, 300, 50), rng.integers(0, 300, 50)
-    assert np.array_equal(labels.entries(rows, cols), factored.entries(rows, cols))
-    nulls = [op.null_draw(np.random.default_rng(9)) for op in (factored, labels)]
-    assert np.allclose(nulls[0].to_dense(), nulls[1].to_dense())
-    uncoupled = np.repeat(np.array([[0], [0], [2], [1], [1]], dtype=np.uint8), 4, axis=1)
-    op = sca.membership_operator(uncoupled)
-    assert type(op) is LabelOperator
-    H, groups = membership_factors(uncoupled)
-    assert op.components()[0] == 3 and op.components()[1].tolist() == [0, 0, 2, 1, 1]
-    assert (
-        op.components()[1].tolist()
-        == sca.FactoredOperator(H, groups=groups).components()[1].tolist()
-    )
-    assert len(op.packing[0]) == 1  # one group of runs: no pairs of groups to count
-    assert np.allclose(op.gram(), sca.FactoredOperator(H, groups=groups).gram(), rtol=1e-12)
 
 
 def test_label_matrix_memory_mapped(tmp_path):
@@ -143,6 +81,7 @@ def test_label_matrix_memory_mapped(tmp_path):
     )
 
 
+@pytest.mark.slow
 def test_dask_label_matrix_on_a_local_cluster(forms):
     """The label matrix as a chunked Dask array, on a dask.distributed cluster:
     every stage gives the in-memory answer."""
@@ -159,10 +98,11 @@ def test_dask_label_matrix_on_a_local_cluster(forms):
         distributed.Client(cluster),
     ):
         op = sca.membership_operator(da.from_array(labels, chunks=(70, -1)))
-        assert type(op) is LabelOperator and op.packing[4].numblocks == (1, 5)
+        assert type(op) is LabelOperator and op.packing.codes.numblocks == (1, 5)
         assert_same(stage_results(op), stage_results(ops["labels"]))
 
 
+@pytest.mark.slow
 def test_large_spectrum_paths_agree_with_dense_reference():
     """eigsh (dense/sparse, n > 1000) and the K x K Gram matrix (factored)
     give the same leading eigenvalues as numpy's eigvalsh."""
@@ -217,37 +157,16 @@ def test_entries_and_block_sums_agree_across_forms(forms):
         assert np.allclose(P.block_sums(truth), E.T @ dense @ E)
 
 
-def test_stages_on_threaded_kernels_hold_blas_to_one_thread(monkeypatch):
-    """While the kernels run on every core, BLAS runs on one (its spinning
-    threads would take the kernels' cores); other operators keep their BLAS."""
-    from threadpoolctl import threadpool_info
-
-    from sca.kernels import one_blas_thread
-
-    monkeypatch.setattr(sca.kernels, "THREADS", 2)
-    monkeypatch.setattr(sca.kernels, "COMPILED_MIN_ROWS", 100)
-    blas = lambda P: {p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas"}  # noqa: E731
-    before = blas(None)
-    labels = np.random.default_rng(0).integers(0, 3, (300, 4))
-    threaded, small = sca.membership_operator(labels), sca.membership_operator(labels[:50])
-    assert threaded.threaded_kernels and not small.threaded_kernels
-    assert one_blas_thread(blas)(threaded) == {1}
-    assert one_blas_thread(blas)(small) == before == blas(None)
-    for stage in (sca.balance, sca.spectrum, sca.iterate, sca.custom_cluster):
-        assert stage.__wrapped__ is not None  # each stage is held to one BLAS thread
-
-
+@pytest.mark.slow
 @pytest.mark.parametrize("dense_max", [1000, 50], ids=["eigvalsh", "eigsh"])
 def test_many_clusters_read_the_spectrum_off_the_counted_gram(monkeypatch, dense_max):
     """Beyond GRAM_MAX_K clusters (runs of many labels) the label matrix still
     counts G and reads P's largest eigenvalues off it, where the sparse H
     computes them from products with P: the same eigenvalues."""
-    import sca.factored
-
-    monkeypatch.setattr(sca.factored, "GRAM_MAX_K", 50)
-    monkeypatch.setattr(sca.labels, "GRAM_MAX_K", 50)
-    monkeypatch.setattr(sca.factored, "DENSE_SPECTRUM_MAX_N", dense_max)
-    monkeypatch.setattr(sca.labels, "JOINT_MIN_N", 0)
+    monkeypatch.setattr(sca.operators.factored, "GRAM_MAX_K", 50)
+    monkeypatch.setattr(sca.operators.labels, "GRAM_MAX_K", 50)
+    monkeypatch.setattr(sca.operators.factored, "DENSE_SPECTRUM_MAX_N", dense_max)
+    monkeypatch.setattr(sca.operators.labels, "JOINT_MIN_N", 0)
     rng = np.random.default_rng(3)
     labels = planted_runs(planted_truth(600, [1] * 12, rng), 10, 0.3, rng)
     H, groups = membership_factors(labels)

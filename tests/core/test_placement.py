@@ -121,6 +121,7 @@ def test_labels_unknown_to_a_run_share_nothing_and_bad_labels_name_the_field():
         assert err.value.field == "elements[0].labels"
 
 
+@pytest.mark.slow
 def test_ensemble_models_label_their_own_rows_as_the_runs_did(iris):
     leukemia = load_csv(DATA / "leukemia" / "X.csv")
     for X, spec in (

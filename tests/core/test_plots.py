@@ -82,6 +82,7 @@ def test_aggregate_block_means_are_bounded_and_exact(labelled):
         assert agg["image"][2, 5] == pytest.approx(reordered[a, b].mean())
 
 
+@pytest.mark.slow
 def test_aggregate_of_a_large_factored_operator_stays_small():
     n = 200_000
     labels = np.arange(n) % 4
@@ -186,6 +187,7 @@ def test_core_imports_without_matplotlib():
     assert json.loads(out.replace("'", '"')) == []
 
 
+@pytest.mark.slow
 def test_cli_cluster_writes_plots(tmp_path, capsys):
     from sca.cli import main
 

@@ -37,6 +37,7 @@ NO_STRUCTURE = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(NO_STRUCTURE))
 def test_data_without_clusters_is_one_cluster(name):
     X = NO_STRUCTURE[name](np.random.default_rng(0))
@@ -46,6 +47,7 @@ def test_data_without_clusters_is_one_cluster(name):
     assert "no cluster structure" in " ".join(result["notes"])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("groups", [2, 5, 12])
 def test_planted_groups_are_all_found(groups):
     X, truth = _blobs([60] * groups, d=10, seed=groups)
@@ -54,6 +56,7 @@ def test_planted_groups_are_all_found(groups):
     assert adjusted_rand_score(truth, result["labels"]) == 1.0
 
 
+@pytest.mark.slow
 def test_twenty_groups_show_through_the_coarse_runs():
     X, truth = make_blobs(1000, 20, centers=20, random_state=0)
     result = sca.cluster(data=X)
@@ -61,6 +64,7 @@ def test_twenty_groups_show_through_the_coarse_runs():
     assert adjusted_rand_score(truth, result["labels"]) > 0.99
 
 
+@pytest.mark.slow
 @pytest.mark.xfail(
     strict=True,
     reason="the 15-element group is merged (k = 2) and the iteration's cut at k = 2 "

@@ -1,15 +1,18 @@
-"""The consensus operator: one interface over dense, sparse and factored S.
+"""The consensus operator's interface: what every stage may ask of S and of P = D S D.
 
 Every stage (balancing, spectrum, iteration, custom clustering, diagnostics)
 talks to S, and later to P = D S D, only through :class:`ConsensusOperator`.
-Three implementations sit behind it:
+Its forms live beside it in :mod:`sca.operators`:
 
-* :class:`DenseOperator` -- an ``n x n`` array (a user's similarity matrix);
-* :class:`SparseOperator` -- a ``scipy.sparse`` matrix;
-* :class:`FactoredOperator` -- ``S = H H^T`` with ``H`` the sparse ``n x K``
-  0/1 membership matrix of an ensemble (``K`` clusters over all runs), or the
-  neighbourhood matrix of the shared-nearest-neighbour measure.  ``S`` is never
-  formed: a product costs ``O(nnz H)``.
+* :class:`~sca.operators.dense.DenseOperator` -- an ``n x n`` array (a user's
+  similarity matrix);
+* :class:`~sca.operators.sparse.SparseOperator` -- a ``scipy.sparse`` matrix;
+* :class:`~sca.operators.factored.FactoredOperator` -- ``S = H H^T`` with ``H``
+  the sparse ``n x K`` 0/1 membership matrix of an ensemble (``K`` clusters
+  over all runs), or the neighbourhood matrix of the shared-nearest-neighbour
+  measure.  ``S`` is never formed: a product costs ``O(nnz H)``;
+* :class:`~sca.operators.labels.LabelOperator` -- the same ``S = H H^T`` read
+  off the ``n x r`` label matrix itself.
 
 The diagonal scaling ``D`` of Sinkhorn-Knopp is kept apart from the matrix, so
 ``P = D S D`` costs no extra copy of ``S`` (Meyer & Wessell, Sec. 2.3).
@@ -24,22 +27,32 @@ from scipy.sparse.linalg import eigsh
 
 #: Below this order a spectrum is computed densely with ``eigvalsh``.
 DENSE_SPECTRUM_MAX_N = 1000
-#: Largest K for which the K x K Gram matrix of a factored operator is formed.
-GRAM_MAX_K = 2048
-_GRAM_BLOCK_ROWS = 4096
-_CHUNK_ROWS = 65536
 #: Entries of a dense n x step block formed at once by the generic B^T S B.
-_SANDWICH_ENTRIES = 8_000_000
-_DENSE_EDGE_MAX_K = 4096
-#: Up to this order a dense null draw permutes the upper triangle exactly.
-_EXACT_SHUFFLE_MAX_N = 2000
+SANDWICH_ENTRIES = 8_000_000
 
 
 class ConsensusOperator:
     """Symmetric nonnegative ``n x n`` operator ``D S D`` (``D = I`` unless scaled).
 
     Subclasses implement :meth:`_product` (``S @ X``), :meth:`_raw_diagonal`,
-    :meth:`_pattern` and :meth:`_state`; everything else is shared.
+    :meth:`_raw_entries`, :meth:`_pattern`, :meth:`_state`, :meth:`_with_scale`,
+    :meth:`null_draw` and :meth:`from_state`; everything else is shared.
+
+    Parameters
+    ----------
+    n : int
+        The order of S.
+    scale : ndarray of shape (n,), optional
+        The diagonal ``d`` of ``D`` (Sec. 2.3); None for S itself.
+
+    Attributes
+    ----------
+    kind : str
+        The form's name in :meth:`state` (``"dense"``, ``"sparse"``, ...).
+    n : int
+        The order of S.
+    scale : ndarray of shape (n,) or None
+        The diagonal of ``D``.
     """
 
     kind = "abstract"
@@ -146,7 +159,7 @@ class ConsensusOperator:
         walk from i stays in i's cluster.
         """
         labels = np.asarray(labels, dtype=np.int64)
-        step = max(1, _SANDWICH_ENTRIES // self.n)
+        step = max(1, SANDWICH_ENTRIES // self.n)
         out = np.zeros(self.n)
         count = int(labels.max()) + 1
         for start in range(0, count, step):
@@ -160,7 +173,7 @@ class ConsensusOperator:
     def _sandwich(self, B: sp.csr_array) -> np.ndarray:
         """``B^T S B`` for a sparse ``n x c`` B, a few columns of products at a time."""
         c = B.shape[1]
-        step = max(1, _SANDWICH_ENTRIES // self.n)
+        step = max(1, SANDWICH_ENTRIES // self.n)
         out = np.empty((c, c))
         for start in range(0, c, step):
             out[:, start : start + step] = B.T @ self._product(B[:, start : start + step].toarray())
@@ -204,12 +217,24 @@ class ConsensusOperator:
         return self.matmat(np.eye(self.n))
 
     def state(self) -> dict[str, np.ndarray]:
-        """Plain numeric arrays that :func:`operator_from_state` restores."""
+        """Plain numeric arrays that :meth:`from_state` (through
+        :func:`sca.operators.state.operator_from_state`) restores."""
         arrays = {"kind": np.array(self.kind), "n": np.array(self.n)}
         if self.scale is not None:
             arrays["scale"] = self.scale
         arrays.update(self._state())
         return arrays
+
+    @classmethod
+    def from_state(cls, state: dict) -> ConsensusOperator:
+        """The operator of this form that :meth:`state` returned ``state`` for.
+
+        Parameters
+        ----------
+        state : dict of str to ndarray
+            The arrays of :meth:`state`; ``state["kind"]`` is this form's :attr:`kind`.
+        """
+        raise NotImplementedError
 
     @property
     def nbytes(self) -> int:
@@ -218,143 +243,3 @@ class ConsensusOperator:
     def __repr__(self):
         scaled = "" if self.scale is None else ", scaled"
         return f"{type(self).__name__}(n={self.n}{scaled})"
-
-
-class DenseOperator(ConsensusOperator):
-    """S held as a dense array."""
-
-    kind = "dense"
-
-    def __init__(self, S: np.ndarray, scale=None):
-        super().__init__(S.shape[0], scale)
-        self.S = np.asarray(S, dtype=float)
-
-    def _product(self, X):
-        return self.S @ X
-
-    def _raw_diagonal(self):
-        return np.diag(self.S).copy()
-
-    def _raw_entries(self, rows, cols):
-        return self.S[rows, cols]
-
-    def _pattern(self):
-        return sp.csr_array(self.S != 0)
-
-    def _with_scale(self, scale):
-        return DenseOperator(self.S, scale)
-
-    def null_draw(self, rng):
-        """Off-diagonal entries shuffled symmetrically; the diagonal kept.
-
-        Keeps the distribution of similarities, destroys which pairs hold them.
-        """
-        return DenseOperator(_shuffled_symmetric(self.S, rng))
-
-    def _state(self):
-        return {"S": self.S}
-
-    def to_dense(self):
-        s = np.ones(self.n) if self.scale is None else self.scale
-        return s[:, None] * self.S * s[None, :]
-
-
-class SparseOperator(ConsensusOperator):
-    """S held as a ``scipy.sparse`` CSR matrix."""
-
-    kind = "sparse"
-
-    def __init__(self, S, scale=None):
-        super().__init__(S.shape[0], scale)
-        self.S = sp.csr_array(S, dtype=float)
-
-    def _product(self, X):
-        return self.S @ X
-
-    def _raw_diagonal(self):
-        return self.S.diagonal()
-
-    def _raw_entries(self, rows, cols):
-        return np.asarray(self.S[rows, cols]).ravel()
-
-    def _sandwich(self, B):
-        return np.asarray((B.T @ self.S @ B).toarray())
-
-    def _pattern(self):
-        return self.S
-
-    def _with_scale(self, scale):
-        return SparseOperator(self.S, scale)
-
-    def null_draw(self, rng):
-        """Off-diagonal entries shuffled symmetrically (sparse: rows and columns
-        relabelled independently, upper triangle mirrored); the diagonal kept."""
-        return SparseOperator(_shuffled_symmetric(self.S, rng))
-
-    def _state(self):
-        return {"data": self.S.data, "indices": self.S.indices, "indptr": self.S.indptr}
-
-
-def _shuffled_symmetric(S, rng: np.random.Generator):
-    """S with its off-diagonal entries placed at random, symmetric, diagonal kept.
-
-    Small dense S: the upper-triangle entries are permuted exactly.  Larger or
-    sparse S: rows and columns are relabelled by two independent permutations
-    and the upper triangle of the result is mirrored, which moves every entry
-    to a random pair in O(n^2) dense or O(nnz) sparse work.
-    """
-    n = S.shape[0]
-    if sp.issparse(S):
-        M = sp.csr_array(S)[rng.permutation(n)][:, rng.permutation(n)]
-        upper = sp.triu(M, k=1, format="csr")
-        off = upper + upper.T
-        return sp.csr_array(off + sp.diags_array(S.diagonal()))
-    if n <= _EXACT_SHUFFLE_MAX_N:
-        iu = np.triu_indices(n, 1)
-        out = np.zeros_like(S)
-        out[iu] = rng.permutation(S[iu])
-    else:
-        out = np.triu(S[rng.permutation(n)][:, rng.permutation(n)], 1)
-    out += out.T
-    out[np.diag_indices(n)] = np.diag(S)
-    return out
-
-
-def __getattr__(name: str):
-    # The factored form lives in its own module, which imports this one: it is
-    # reachable from here on first use, whichever of the two is imported first.
-    if name == "FactoredOperator":
-        from .factored import FactoredOperator
-
-        return FactoredOperator
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def operator_from_state(state: dict) -> ConsensusOperator:
-    """Rebuild an operator from :meth:`ConsensusOperator.state`."""
-    kind = str(state["kind"])
-    n = int(state["n"])
-    scale = state.get("scale")
-    if kind == "dense":
-        return DenseOperator(state["S"], scale)
-    if kind == "sparse":
-        S = sp.csr_array((state["data"], state["indices"], state["indptr"]), shape=(n, n))
-        return SparseOperator(S, scale)
-    if kind == "factored":
-        indices, indptr = state["indices"], state["indptr"]
-        data = state.get("data")
-        if data is None:
-            data = np.ones(indices.size)
-        H = sp.csr_array((data, indices, indptr), shape=(n, int(state["K"])))
-        from .factored import FactoredOperator
-
-        return FactoredOperator(H, scale, state.get("groups"))
-    if kind == "labels":
-        from .labels import LabelOperator
-
-        return LabelOperator(state["codes"], state["spans"], scale)
-    raise ValueError(f"unknown operator kind {kind!r}")
-
-
-def operator_state(op: ConsensusOperator) -> dict[str, np.ndarray]:
-    return op.state()

@@ -1,4 +1,4 @@
-"""Row-block kernels of the label-matrix operator (:mod:`sca.labels`).
+"""Row-block kernels of the label-matrix operator (:mod:`sca.operators.labels`).
 
 The runs of a label matrix are packed in groups whose combined codes fit a
 byte (three runs of five labels: 125 codes), held as ``packed`` of shape
@@ -15,7 +15,7 @@ element instead of one index and one float per run and element:
 Each kernel takes a block of columns of ``packed`` (a block of rows of the
 label matrix), so the same code serves an in-memory array and the chunks of
 a Dask array.  From :data:`COMPILED_MIN_ROWS` rows on, a kernel runs the
-compiled loops of :mod:`sca.compiled` (numba), its rows (or, for the pair
+compiled loops of :mod:`sca.operators.compiled` (numba), its rows (or, for the pair
 counts, its pairs) split over the machine's cores: the loops release the
 GIL, so plain threads run them in parallel, and concurrent callers (the
 service's request threads) need no lock.  Below that, numpy's ``bincount``
@@ -33,11 +33,12 @@ from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 
 import numpy as np
+from threadpoolctl import ThreadpoolController
 
 #: Below this many rows per core a kernel runs on the calling thread alone.
 MIN_ROWS_PER_THREAD = 1 << 15
 #: Below this many rows the kernels are plain numpy (bincount, take): numba's
-#: import and first call (about 1 s in a fresh process) would cost more.
+#: import and first call in a fresh process would cost more.
 COMPILED_MIN_ROWS = 1 << 12
 THREADS = max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1)
 _pool: tuple[int, ThreadPoolExecutor] | None = None
@@ -65,14 +66,13 @@ _controllers: dict = {}
 
 def threadpools():
     """The process's thread pools (BLAS, OpenMP) under a cached ``threadpoolctl``
-    controller: a new one reads every loaded library's state, about 6 ms, where
-    a limit set through this one costs 0.02 ms.  A controller sees only the
+    controller: a new one reads every loaded library's state, which costs far
+    more than a limit set through this one.  A controller sees only the
     libraries loaded when it was made, so another is made once scikit-learn
     (and its OpenMP runtime) is loaded."""
     key = "sklearn" in sys.modules
     if key not in _controllers:
         import scipy.linalg  # noqa: F401 - scipy's BLAS loaded, so the controller sees it
-        from threadpoolctl import ThreadpoolController
 
         _controllers[key] = ThreadpoolController()
     return _controllers[key]
@@ -82,8 +82,8 @@ def one_blas_thread(stage):
     """Decorate a stage ``stage(P, ...)``: while P's products run the compiled
     kernels on every core, BLAS runs on one thread (its work here is on small
     ``K x K`` matrices).  OpenBLAS's threads otherwise keep spinning for a
-    while after each call, on the cores the kernels need: at n = 10^5 the
-    iteration took 0.95 s with two BLAS threads and 0.24 s with one."""
+    while after each call, on the cores the kernels need, and slow the
+    iteration several times over."""
 
     @functools.wraps(stage)
     def limited(P, *args, **kwargs):
@@ -139,13 +139,18 @@ def _float2d(X) -> np.ndarray:
     return np.ascontiguousarray(np.asarray(X, dtype=np.float64).reshape(X.shape[0], -1))
 
 
-def _compiled(m: int):
-    """The compiled loops for ``m`` rows, or None where numpy is cheaper."""
-    if m < COMPILED_MIN_ROWS:
-        return None
+def _loops():
+    """The compiled loops (:mod:`sca.operators.compiled`)."""
+    # Imported on first use, not with the package: numba's import and the loops'
+    # compilation cost more than a small input's whole work (COMPILED_MIN_ROWS).
     from . import compiled
 
     return compiled
+
+
+def _compiled(m: int):
+    """The compiled loops for ``m`` rows, or None where numpy is cheaper."""
+    return None if m < COMPILED_MIN_ROWS else _loops()
 
 
 def _counts(loop, codes, binoff, x, m: int) -> np.ndarray:
@@ -177,7 +182,7 @@ def rmat(packed: np.ndarray, binoff: np.ndarray, X: np.ndarray) -> np.ndarray:
                 [np.bincount(codes, x, minlength=sizes[a]) for a, codes in enumerate(packed)]
             )
             if c is None
-            else _counts(c._rvec_rows, packed, binoff, x, m)
+            else _counts(c.rvec_rows, packed, binoff, x, m)
             for x in _float2d(X).T
         ]
     )
@@ -193,7 +198,7 @@ def mat(packed: np.ndarray, binoff: np.ndarray, table: np.ndarray) -> np.ndarray
         if c is None:
             y[:] = sum(column[binoff[a] + codes.astype(np.intp)] for a, codes in enumerate(packed))
         else:
-            _gathers(c._vec_rows, packed, binoff, column, m, out=y)
+            _gathers(c.vec_rows, packed, binoff, column, m, out=y)
     return out.T
 
 
@@ -201,7 +206,7 @@ def joint(packed: np.ndarray, binoff: np.ndarray, w: np.ndarray, pairs, dtype=np
     """For each pair ``(a, b)`` of groups in ``pairs``, the weighted counts of
     the pairs of combined codes: ``(len(pairs), B, B)`` with ``B`` the largest
     group's codes.  The pairs are split over the cores; float32 counts (a
-    rough spectrum) take a quarter less time than float64."""
+    rough spectrum) are cheaper than float64."""
     B = int(np.diff(binoff).max())
     pa, pb = (
         np.ascontiguousarray(np.asarray(pairs, dtype=np.int64).reshape(-1, 2)[:, c]) for c in (0, 1)
@@ -223,7 +228,7 @@ def joint(packed: np.ndarray, binoff: np.ndarray, w: np.ndarray, pairs, dtype=np
     # the pairs are shared out, not the rows: worth a thread from one core's share of rows
     parts = 1 if packed.shape[1] * pa.size < MIN_ROWS_PER_THREAD else min(THREADS, pa.size)
     shares = [np.arange(t, pa.size, parts) for t in range(parts)]
-    _parallel([partial(c._joint_pairs, packed, w, pa, pb, B, mine, out) for mine in shares])
+    _parallel([partial(c.joint_pairs, packed, w, pa, pb, B, mine, out) for mine in shares])
     return out.reshape(pa.size, B, B)
 
 
@@ -259,7 +264,7 @@ def _pack(codes, groups, radix, dtype, rowmajor: bool, by_run: bool):
                 acc += column.astype(dtype) * dtype.type(weights[t])
             view[a] = acc
         return out
-    kernel = c._pack_columns if by_run else c._pack_rows
+    kernel = c.pack_runs if by_run else c.pack_rows
     _parallel([partial(kernel, codes, runs, runptr, weights, lo, hi, view) for lo, hi in _spans(m)])
     return out
 
@@ -267,25 +272,20 @@ def _pack(codes, groups, radix, dtype, rowmajor: bool, by_run: bool):
 def rvec(rows: np.ndarray, binoff: np.ndarray, x: np.ndarray) -> np.ndarray:
     """:func:`rmat` of one column from row-major codes ``(m, g)`` (compiled only:
     the wide codes are used from :data:`COMPILED_MIN_ROWS` rows on)."""
-    from . import compiled
-
-    return _counts(compiled._rvec_wide, rows, binoff, x, rows.shape[0])
+    return _counts(_loops().rvec_wide, rows, binoff, x, rows.shape[0])
 
 
 def vec(rows: np.ndarray, binoff: np.ndarray, table: np.ndarray) -> np.ndarray:
     """:func:`mat` of one column from row-major codes ``(m, g)`` (compiled only)."""
-    from . import compiled
-
-    return _gathers(compiled._vec_wide, rows, binoff, table, rows.shape[0])
+    return _gathers(_loops().vec_wide, rows, binoff, table, rows.shape[0])
 
 
 def mat_wide(rows: np.ndarray, binoff: np.ndarray, table: np.ndarray) -> np.ndarray:
     """:func:`mat` from row-major codes ``(m, g)``: ``(m, s)`` for ``table`` of shape
     ``(bins, s)``, four columns a pass (a gather reads one cache line for all
-    four: at 10^6 rows, 54 ms for four columns against 108 ms one at a time);
-    a last one or two columns go one at a time (compiled only)."""
-    from . import compiled
-
+    four, where one column at a time reads one for each); a last one or two
+    columns go one at a time (compiled only)."""
+    loops = _loops()
     table = _float2d(table)
     m, s = rows.shape[0], table.shape[1]
     out = np.empty((m, s))
@@ -297,10 +297,7 @@ def mat_wide(rows: np.ndarray, binoff: np.ndarray, table: np.ndarray) -> np.ndar
         four = np.zeros((table.shape[0], 4))
         four[:, : s - c] = table[:, c : c + 4]
         _parallel(
-            [
-                partial(compiled._mat_wide4, rows, binoff, four, c, lo, hi, out)
-                for lo, hi in _spans(m)
-            ]
+            [partial(loops.mat_wide4, rows, binoff, four, c, lo, hi, out) for lo, hi in _spans(m)]
         )
     return out
 
@@ -313,7 +310,5 @@ def permuted_columns(codes: np.ndarray, perm: np.ndarray) -> np.ndarray:
     codes = np.ascontiguousarray(codes)
     perm = np.asarray(perm, dtype=np.int64)
     out = np.empty((codes.shape[1], perm.size), dtype=codes.dtype)
-    _parallel(
-        [partial(c._gather_columns, codes, perm, lo, hi, out) for lo, hi in _spans(perm.size)]
-    )
+    _parallel([partial(c.gather_columns, codes, perm, lo, hi, out) for lo, hi in _spans(perm.size)])
     return out

@@ -6,8 +6,8 @@ the smallest unsigned integer type that holds its labels, says all that H
 does in a fraction of the memory (one byte per entry for runs of up to 256
 labels, against twelve for a sparse H).  :class:`LabelOperator` keeps that
 matrix (a ``.npy`` stays memory-mapped), packs runs in groups whose
-combined codes fit a byte, and computes every product with S from the
-packed codes in row blocks (:mod:`sca.kernels`): ``H^T x`` as weighted
+combined codes fit a byte (:mod:`sca.operators.packing`), and computes every product with S from the
+packed codes in row blocks (:mod:`sca.operators.kernels`): ``H^T x`` as weighted
 counts, ``H y`` as gathers, the ``K x K`` Gram matrix ``H^T D^2 H`` as
 weighted counts of pairs of codes.  Each is a map over row blocks followed
 by a sum of small arrays, so the label matrix may also be a Dask array
@@ -22,11 +22,20 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse import csgraph
 
-from .factored import FactoredOperator
-from .operators import _SANDWICH_ENTRIES, GRAM_MAX_K, ConsensusOperator
+from . import kernels
+from .base import SANDWICH_ENTRIES, ConsensusOperator
+from .factored import GRAM_MAX_K, FactorOperator
+from .packing import (
+    PACKED_CODES,
+    Marginals,
+    Packing,
+    Packings,
+    group_codes,
+    layout,
+    marginals,
+    smallest_unsigned,
+)
 
-#: Combined codes of a group of runs fit a byte.
-PACKED_CODES = 256
 #: The one-column products read wider groups (runs of five labels: five runs,
 #: 3125 codes), row by row: fewer, less conflicting updates for a table that
 #: still fits a core's cache ...
@@ -37,9 +46,8 @@ WIDE_MIN_RATIO = 1
 JOINT_MIN_N = 2_000
 #: ... below this many, from narrower groups (runs of five labels: pairs of runs,
 #: 25 codes): more pairs of groups to count, but tables that stay in the core's
-#: fastest cache and a twelfth of the cells to put onto the labels (float64 G
-#: at n = 10^5: 48 against 94 ms; at 5*10^5, 218 against 262 ms, and the same
-#: for float32 counts; the byte codes are faster from about 10^6 elements).
+#: fastest cache and a twelfth of the cells to put onto the labels; the byte
+#: codes pay from about 10^6 elements.
 NARROW_CODES = 32
 NARROW_MAX_N = 1 << 19
 #: Beyond GRAM_MAX_K clusters the Gram matrix is still counted up to this many
@@ -50,20 +58,11 @@ GRAM_COUNTS_BYTES = 512 << 20
 #: Label runs whose labels span more than this (in all) are renumbered first.
 _SPAN_SLACK = 1024
 _BLOCK_ROWS = 1 << 16
-#: The wide codes' key in an operator's cache of packings.
-_WIDE = ("wide", WIDE_CODES)
 
 
 def is_dask(array) -> bool:
+    """Whether ``array`` is a Dask array (its chunks may live on other machines)."""
     return type(array).__module__.startswith("dask.")
-
-
-def smallest_unsigned(top: int) -> np.dtype:
-    """The smallest unsigned integer dtype holding ``0..top``."""
-    for dtype in (np.uint8, np.uint16, np.uint32):
-        if top <= np.iinfo(dtype).max:
-            return np.dtype(dtype)
-    return np.dtype(np.uint64)
 
 
 def label_spans(L) -> np.ndarray | None:
@@ -105,94 +104,52 @@ def label_operator(L) -> LabelOperator | None:
     return LabelOperator(L, spans)
 
 
-def _grouped(spans: np.ndarray, limit: int) -> list[list[int]]:
-    """Consecutive runs grouped while the product of their spans fits ``limit``."""
-    groups: list[list[int]] = []
-    current: list[int] = []
-    width = 1
-    for j, span in enumerate(spans):
-        if current and width * span > limit:
-            groups.append(current)
-            current, width = [], 1
-        current.append(j)
-        width *= int(span)
-    groups.append(current)
-    return groups
-
-
-def _group_codes(spans: np.ndarray, limit: int) -> list[int]:
-    """How many combined codes each group of :func:`_grouped` has (a packing without its codes)."""
-    return [int(np.prod(spans[runs])) for runs in _grouped(spans, limit)]
-
-
-def _packing(spans: np.ndarray, limit: int = PACKED_CODES):
-    """Runs grouped while the product of their spans fits ``limit`` codes:
-    ``(runs per group, radix per run, bin offsets, marginal matrix M)``.
-
-    M (bins x K, sparse 0/1) maps a group's combined code to its runs'
-    columns of H, so ``H = Hp M`` with Hp the one-hot matrix of combined codes.
-    """
-    groups = _grouped(spans, limit)
-    offsets = np.concatenate([[0], np.cumsum(spans)])
-    radix = np.ones(spans.size, dtype=np.int64)
-    sizes: list[int] = []
-    rows: list[np.ndarray] = []
-    cols: list[np.ndarray] = []
-    for runs in groups:
-        radix[runs] = np.cumprod(np.concatenate([[1], spans[runs][:-1]]))
-        size = int(np.prod(spans[runs]))
-        code = np.arange(size)
-        for j in runs:
-            rows.append(sum(sizes) + code)
-            cols.append(offsets[j] + (code // radix[j]) % spans[j])
-        sizes.append(size)
-    binoff = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
-    M = sp.csr_array(
-        (np.ones(sum(r.size for r in rows)), (np.concatenate(rows), np.concatenate(cols))),
-        shape=(int(binoff[-1]), int(offsets[-1])),
-    )
-    return groups, radix, binoff, M
-
-
-def _codes_dtype(binoff: np.ndarray) -> np.dtype:
-    """The type of a packing's combined codes: the smallest that holds its largest group's."""
-    return smallest_unsigned(int(np.diff(binoff).max()) - 1)
-
-
-class LabelOperator(FactoredOperator):
+class LabelOperator(FactorOperator):
     """``S = H H^T`` from the ``n x r`` label matrix ``codes`` (every element in
     every run; run j's labels in ``0..spans[j]-1``); H is never formed.
 
-    A subclass of :class:`FactoredOperator`: every stage sees the same
-    operator, and what is not computed from the labels here falls back to
-    the sparse H, built on first use.
+    A :class:`~sca.operators.factored.FactorOperator`, as the sparse H's
+    :class:`~sca.operators.factored.FactoredOperator` is: every stage sees the
+    same operator, and what is not computed from the labels here falls back
+    to the sparse H, built on first use.
+
+    Parameters
+    ----------
+    codes : ndarray, numpy.memmap or dask.array.Array of shape (n, r)
+        The labels, of unsigned integer type.
+    spans : array_like of int, shape (r,)
+        Run j's labels are ``0..spans[j]-1``.
+    scale : ndarray of shape (n,), optional
+        The diagonal of ``D``; None for S itself.
+    packings : Packings, optional
+        The packings of the same labels, shared with the operator this one
+        rescales.
     """
 
     kind = "labels"
+    #: Run j owns columns ``groups[j]:groups[j + 1]`` of H (always known here).
+    groups: np.ndarray
 
-    def __init__(self, codes, spans, scale=None, cache: dict | None = None):
-        ConsensusOperator.__init__(self, codes.shape[0], scale)
+    def __init__(self, codes, spans, scale=None, packings: Packings | None = None):
+        spans = np.asarray(spans, dtype=np.int64)
+        super().__init__(codes.shape[0], scale, np.concatenate([[0], np.cumsum(spans)]))
         self.codes = codes
-        self.spans = np.asarray(spans, dtype=np.int64)
-        self.groups = np.concatenate([[0], np.cumsum(self.spans)])
-        #: The packings, built once and shared by every scaling of this operator.
-        self._cache = {} if cache is None else cache
+        self.spans = spans
+        self._packings = Packings() if packings is None else packings
 
     # -- the packed codes ---------------------------------------------------
     @property
-    def packing(self):
-        """``(groups, radix, binoff, M, packed)``: byte codes, ``(groups, n)``."""
+    def packing(self) -> Packing:
+        """The byte codes: groups of up to :data:`~sca.operators.packing.PACKED_CODES`
+        codes, ``codes`` of shape ``(groups, n)``."""
         return self._packed(PACKED_CODES)
 
-    def _packed(self, limit: int):
-        """The runs packed in groups of up to ``limit`` combined codes, column-major:
-        ``(groups, radix, binoff, M, packed)`` with ``packed`` of shape ``(groups, n)``."""
-        key = ("packing", limit)
-        if key not in self._cache:
-            from . import kernels
-
-            groups, radix, binoff, M = _packing(self.spans, limit)
-            dtype = _codes_dtype(binoff)
+    def _packed(self, limit: int) -> Packing:
+        """The runs packed in groups of up to ``limit`` combined codes, column-major
+        (``codes`` of shape ``(groups, n)``)."""
+        if limit not in self._packings.packed:
+            grouping = layout(self.spans, limit)
+            groups, radix, dtype = grouping.groups, grouping.radix, grouping.dtype
             if is_dask(self.codes):
                 codes = self.codes.rechunk({1: -1})
                 packed = codes.map_blocks(
@@ -202,50 +159,50 @@ class LabelOperator(FactoredOperator):
                 ).T.persist()
             else:
                 packed = kernels.pack(np.asarray(self.codes), groups, radix, dtype)
-            self._cache[key] = (groups, radix, binoff, M, packed)
-        return self._cache[key]
+            self._packings.packed[limit] = Packing(*grouping, codes=packed)
+        return self._packings.packed[limit]
 
     @property
-    def wide(self):
-        """``(groups, radix, binoff, M, rows)``: codes of up to :data:`WIDE_CODES`,
-        row-major ``(n, groups)``, for one-column products; None for a Dask
-        array, or below :data:`WIDE_MIN_RATIO` elements per code."""
-        if _WIDE not in self._cache:
-            codes = sum(_group_codes(self.spans, WIDE_CODES))
-            self._cache[_WIDE] = None
-            from . import kernels
-
+    def wide(self) -> Packing | None:
+        """Codes of up to :data:`WIDE_CODES` a group, row-major ``(n, groups)``, for
+        one-column products; None for a Dask array, or below
+        :data:`WIDE_MIN_RATIO` elements per code."""
+        if not self._packings.wide_known:
+            codes = sum(group_codes(self.spans, WIDE_CODES))
+            self._packings.wide, self._packings.wide_known = None, True
             if (
                 not is_dask(self.codes)
                 and self.n >= WIDE_MIN_RATIO * codes
                 and self.n >= kernels.COMPILED_MIN_ROWS
             ):
-                groups, radix, binoff, M = _packing(self.spans, WIDE_CODES)
+                grouping = layout(self.spans, WIDE_CODES)
                 rows = kernels.pack(
-                    np.asarray(self.codes), groups, radix, _codes_dtype(binoff), rowmajor=True
+                    np.asarray(self.codes),
+                    grouping.groups,
+                    grouping.radix,
+                    grouping.dtype,
+                    rowmajor=True,
                 )
-                self._cache[_WIDE] = (groups, radix, binoff, M, rows)
-        return self._cache[_WIDE]
+                self._packings.wide = Packing(*grouping, codes=rows)
+        return self._packings.wide
 
-    def _map(self, kernel, *args, by_row=(), limit=PACKED_CODES):
-        """``kernel(packed[:, block], binoff, *(a[block] for a in by_row), *args)`` for
-        each block of rows of the packing of ``limit`` codes, summed (gathers:
-        concatenated); in memory, one block."""
-        from . import kernels
-
-        _, _, binoff, _, packed = self._packed(limit)
-        function = getattr(kernels, kernel)
+    def _map(self, kernel, *args, by_row=(), limit=PACKED_CODES, gather=False):
+        """``kernel(codes[:, block], binoff, *(a[block] for a in by_row), *args)`` for
+        each block of rows of the packing of ``limit`` codes, summed (``gather``:
+        concatenated, the kernel's rows being the elements'); in memory, one block."""
+        packing = self._packed(limit)
+        binoff, packed = packing.binoff, packing.codes
         if not is_dask(packed):
-            return function(packed, binoff, *by_row, *args)
-        import dask
+            return kernel(packed, binoff, *by_row, *args)
+        import dask  # reached with a Dask label matrix only: Dask is an optional extra
 
         parts, lo = [], 0
         for block, size in zip(packed.to_delayed().ravel(), packed.chunks[1]):
             rows = (a[lo : lo + size] for a in by_row)
-            parts.append(dask.delayed(function)(block, binoff, *rows, *args))
+            parts.append(dask.delayed(kernel)(block, binoff, *rows, *args))
             lo += size
         results = dask.compute(*parts)
-        return np.concatenate(results) if kernel == "mat" else sum(results)
+        return np.concatenate(results) if gather else sum(results)
 
     @property
     def gram_cheap(self) -> bool:
@@ -258,7 +215,7 @@ class LabelOperator(FactoredOperator):
             return True
         if self.n_clusters > GRAM_COUNTS_MAX_K or not self.small_k or not self._small:
             return False  # with K near n, G is no smaller than P
-        sizes = _group_codes(self.spans, PACKED_CODES)
+        sizes = group_codes(self.spans, PACKED_CODES)
         g, B = len(sizes), max(sizes)
         return g * (g - 1) // 2 * B * B * 8 <= GRAM_COUNTS_BYTES
 
@@ -275,31 +232,16 @@ class LabelOperator(FactoredOperator):
         narrow = self.n < NARROW_MAX_N and not is_dask(self.codes)
         return NARROW_CODES if narrow else PACKED_CODES
 
-    def marginals(self, limit: int = PACKED_CODES) -> tuple[np.ndarray, np.ndarray]:
-        """The packing's ``M`` group by group: ``marginal[a, code, c] = 1`` where
-        group a's combined code holds label ``index[a, c]`` (a column of H), zero-padded
-        to ``(groups, B, width)``; the padding's index is K (a spare row)."""
-        key = ("marginals", limit)
-        if key not in self._cache:
-            groups, _, binoff, M, _ = self._packed(limit)
-            first = np.array([self.groups[runs[0]] for runs in groups])
-            last = np.array([self.groups[runs[-1] + 1] for runs in groups])
-            width = int((last - first).max())
-            marginal = np.zeros((len(groups), int(np.diff(binoff).max()), width))
-            entries = M.tocoo()
-            group = np.searchsorted(binoff, entries.row, side="right") - 1
-            marginal[group, entries.row - binoff[group], entries.col - first[group]] = 1.0
-            index = first[:, None] + np.arange(width)
-            index[index >= last[:, None]] = self.n_clusters
-            self._cache[key] = (marginal, index)
-        return self._cache[key]
+    def marginals(self, limit: int = PACKED_CODES) -> Marginals:
+        """The :class:`~sca.operators.packing.Marginals` of the packing of ``limit`` codes."""
+        if limit not in self._packings.marginals:
+            self._packings.marginals[limit] = marginals(self._packed(limit), self.groups)
+        return self._packings.marginals[limit]
 
     @property
     def threaded_kernels(self) -> bool:
         """Whether products run the compiled kernels on threads (see
-        :func:`sca.kernels.one_blas_thread`)."""
-        from . import kernels
-
+        :func:`sca.operators.kernels.one_blas_thread`)."""
         return not is_dask(self.codes) and self.n >= kernels.COMPILED_MIN_ROWS
 
     # -- the operator ----------------------------------------------------------
@@ -321,24 +263,23 @@ class LabelOperator(FactoredOperator):
     def _left(self, X):
         K, wide = self.n_clusters, self.wide
         if wide is not None:  # column by column: one column's tables stay in cache
-            from . import kernels
-
-            _, _, binoff, M, rows = wide
             columns = X.reshape(self.n, -1).T
-            out = np.column_stack([M.T @ kernels.rvec(rows, binoff, x) for x in columns])
+            out = np.column_stack(
+                [wide.columns.T @ kernels.rvec(wide.codes, wide.binoff, x) for x in columns]
+            )
         else:
-            out = self.packing[3].T @ self._map("rmat", by_row=(X.reshape(self.n, -1),))
+            counts = self._map(kernels.rmat, by_row=(X.reshape(self.n, -1),))
+            out = self.packing.columns.T @ counts
         return out.reshape((K,) + X.shape[1:])
 
     def _right(self, Z):
         wide = self.wide
         if wide is not None:
-            from . import kernels
-
-            _, _, binoff, M, rows = wide
-            out = kernels.mat_wide(rows, binoff, M @ Z.reshape(self.n_clusters, -1))
+            table = wide.columns @ Z.reshape(self.n_clusters, -1)
+            out = kernels.mat_wide(wide.codes, wide.binoff, table)
         else:
-            out = self._map("mat", self.packing[3] @ Z.reshape(self.n_clusters, -1))
+            table = self.packing.columns @ Z.reshape(self.n_clusters, -1)
+            out = self._map(kernels.mat, table, gather=True)
         return out.reshape((self.n,) + Z.shape[1:])
 
     def _raw_diagonal(self):
@@ -349,12 +290,13 @@ class LabelOperator(FactoredOperator):
         a, b = codes[np.asarray(rows)], codes[np.asarray(cols)]
         return np.asarray((np.asarray(a) == np.asarray(b)).sum(axis=1), dtype=float)
 
+    # The generic sum through products, not the factor's, which reads the sparse H.
     within_sums = ConsensusOperator.within_sums
 
     def _sandwich(self, B):
         """``B^T S B = (H^T B)^T (H^T B)`` for a sparse ``n x c`` B: the counts of
         a product without its gathers, a few columns of B at a time."""
-        step = max(1, _SANDWICH_ENTRIES // self.n)
+        step = max(1, SANDWICH_ENTRIES // self.n)
         A = np.column_stack(
             [self._left(B[:, s : s + step].toarray()) for s in range(0, B.shape[1], step)]
         )
@@ -366,14 +308,14 @@ class LabelOperator(FactoredOperator):
         if not self._small or (self.n < JOINT_MIN_N and not is_dask(self.codes)):
             return super().gram(dtype)
         limit = self._gram_limit
-        groups, _, binoff, _, _ = self._packed(limit)
+        packing = self._packed(limit)
+        binoff, g = packing.binoff, len(packing.groups)
         w = np.ones(self.n) if self.scale is None else self.scale**2
-        g = len(groups)
         pairs = [(a, b) for a in range(g) for b in range(a + 1, g)]
         B = int(np.diff(binoff).max())
         # A group with itself: each element's code paired with itself, so its
         # block of counts is diagonal, the weighted counts of the group's codes.
-        own = self._map("rmat", by_row=(w[:, None],), limit=limit).ravel()
+        own = self._map(kernels.rmat, by_row=(w[:, None],), limit=limit).ravel()
         # Onto the runs' labels: block (a, b) of G is marginal_a^T counts_ab marginal_b,
         # one product per group on each side (marginals zero-padded to one shape).
         marginal, index = self.marginals(limit)
@@ -386,7 +328,9 @@ class LabelOperator(FactoredOperator):
                 block.T @ (own[binoff[a] : binoff[a + 1], None] * block)
             )
         if pairs:
-            counts = self._map("joint", np.array(pairs), np.dtype(dtype), by_row=(w,), limit=limit)
+            counts = self._map(
+                kernels.joint, np.array(pairs), np.dtype(dtype), by_row=(w,), limit=limit
+            )
             pa, pb = np.array(pairs).T
             right = np.empty((len(pairs), B, width), dtype=dtype)
             for b in range(g):  # counts_ab marginal_b: one product per b
@@ -405,20 +349,21 @@ class LabelOperator(FactoredOperator):
         return G.astype(dtype, copy=False)
 
     def components(self):
-        """Components of the cluster graph (as :meth:`FactoredOperator._pattern`:
+        """Components of the cluster graph (as :meth:`FactorOperator._pattern`:
         each element joins its run-0 cluster to its others), read at run 0, from
         the Gram matrix's packing (which the null draw then packs too)."""
         if not self._small:
             return super().components()
         limit = self._gram_limit
-        groups, _, binoff, _, _ = self._packed(limit)
-        pairs = np.array([(0, b) for b in range(len(groups))])  # group 0 against every group
-        counts = self._map("joint", pairs, by_row=(np.ones(self.n),), limit=limit)
+        packing = self._packed(limit)
+        binoff, g = packing.binoff, len(packing.groups)
+        pairs = np.array([(0, b) for b in range(g)])  # group 0 against every group
+        counts = self._map(kernels.joint, pairs, by_row=(np.ones(self.n),), limit=limit)
         marginal, index = self.marginals(limit)
         first = marginal[0, : binoff[1], : self.spans[0]]  # combined code -> run-0 label
         K = self.n_clusters
         graph = np.zeros((K, K + 1), dtype=bool)  # the last column: the marginals' padding
-        for b in range(len(groups)):
+        for b in range(g):
             size = binoff[b + 1] - binoff[b]
             seen = counts[b, : binoff[1], :size] > 0
             graph[: self.spans[0], index[b]] |= (first.T @ seen @ marginal[b, :size]) > 0
@@ -429,37 +374,44 @@ class LabelOperator(FactoredOperator):
         return int(count_labels[0].size), count_labels[1].ravel()
 
     def _with_scale(self, scale):
-        return LabelOperator(self.codes, self.spans, scale, self._cache)
+        return LabelOperator(self.codes, self.spans, scale, self._packings)
 
     def null_draw(self, rng):
         """Each run's labels permuted over the elements, as
         :meth:`FactoredOperator.null_draw` draws them (the same draw): one random
         order of the elements, then each run rotated by its own random offset."""
-        from . import kernels
-
         perm = rng.permutation(self.n)
         shifts = rng.integers(0, self.n, self.spans.size)
         # A global shuffle: the Dask form gathers the labels for it (docs/scale.md).
-        columns = kernels.permuted_columns(np.asarray(self.codes), perm)  # (r, n)
+        permuted = kernels.permuted_columns(np.asarray(self.codes), perm)  # (r, n)
         for j, shift in enumerate(shifts):
-            columns[j] = np.roll(columns[j], shift)
+            permuted[j] = np.roll(permuted[j], shift)
         if is_dask(self.codes):
-            import dask.array as da
+            import dask.array as da  # reached with a Dask label matrix only (optional extra)
 
-            return LabelOperator(da.from_array(columns.T, chunks=self.codes.chunks), self.spans)
-        null = LabelOperator(columns.T, self.spans)
+            return LabelOperator(da.from_array(permuted.T, chunks=self.codes.chunks), self.spans)
+        null = LabelOperator(permuted.T, self.spans)
         if self._small:
             self._packed(self._gram_limit)  # S's Gram needs it too: then both are packed here
-        for key, layout in list(self._cache.items()):  # the same groups, the null's codes
-            if key[0] == "marginals":
-                null._cache[key] = layout
-            elif key[0] in ("packing", "wide") and layout is not None:
-                groups, radix, binoff, M, codes = layout
-                packed = kernels.pack_columns(
-                    columns, groups, radix, codes.dtype, rowmajor=key == _WIDE
-                )
-                null._cache[key] = (groups, radix, binoff, M, packed)
+        # The same groups, the null's codes.
+        mine, its = self._packings, null._packings
+        its.marginals.update(mine.marginals)
+        for limit, packing in mine.packed.items():
+            codes = kernels.pack_columns(
+                permuted, packing.groups, packing.radix, packing.codes.dtype
+            )
+            its.packed[limit] = packing._replace(codes=codes)
+        if mine.wide_known and mine.wide is not None:
+            wide = mine.wide
+            codes = kernels.pack_columns(
+                permuted, wide.groups, wide.radix, wide.codes.dtype, rowmajor=True
+            )
+            its.wide, its.wide_known = wide._replace(codes=codes), True
         return null
 
     def _state(self):
         return {"codes": np.asarray(self.codes), "spans": self.spans}
+
+    @classmethod
+    def from_state(cls, state):
+        return cls(state["codes"], state["spans"], state.get("scale"))

@@ -1,14 +1,14 @@
-"""The compiled loops of :mod:`sca.kernels` (numba): imported on first use, so
-that small inputs, and ``import sca``, never pay numba's start-up.
+"""The compiled loops of :mod:`sca.operators.kernels` (numba): imported on first
+use, so that small inputs, and ``import sca``, never pay numba's start-up.
 
 Each loop works on a range of rows (or a share of the pairs of groups) and
-releases the GIL; :mod:`sca.kernels` runs the ranges on the machine's cores.
+releases the GIL; :mod:`sca.operators.kernels` runs the ranges on the machine's cores.
 Compiled code is cached on disk (``cache=True``) once per machine.
 
 The inner loops index slices from zero (``codes[lo:hi]``, then ``range(hi -
 lo)``), never an array by ``range(lo, hi)``: numba cannot prove such an index
-non-negative and wraps it around at every access, which made the pair counts
-1.7 times slower (23 against 13 ms for 1,225 pairs at 10^4 rows, one core).
+non-negative and wraps it around at every access, which makes the pair counts
+markedly slower.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ _jit = numba.njit(nogil=True, cache=True, boundscheck=False)
 
 
 @_jit
-def _rvec_rows(packed, binoff, x, lo, hi, out):
+def rvec_rows(packed, binoff, x, lo, hi, out):
     """Weighted counts of each group's combined codes (``(groups, m)`` codes)."""
     for start in range(lo, hi, CHUNK):
         stop = min(start + CHUNK, hi)
@@ -37,7 +37,7 @@ def _rvec_rows(packed, binoff, x, lo, hi, out):
 
 
 @_jit
-def _vec_rows(packed, binoff, table, lo, hi, out):
+def vec_rows(packed, binoff, table, lo, hi, out):
     """Gathers of each element's entries of ``table``, summed over the groups."""
     for start in range(lo, hi, CHUNK):
         stop = min(start + CHUNK, hi)
@@ -50,7 +50,7 @@ def _vec_rows(packed, binoff, table, lo, hi, out):
 
 
 @_jit
-def _joint_pairs(packed, w, pa, pb, width, mine, out):
+def joint_pairs(packed, w, pa, pb, width, mine, out):
     # Each pair's table (width^2 floats) stays in the core's cache while a
     # long block of rows streams past it.
     m = packed.shape[1]
@@ -80,9 +80,9 @@ def _pack_block(block, runs, runptr, radix, acc, out):
 
 
 @_jit
-def _pack_rows(codes, runs, runptr, radix, lo, hi, out):
+def pack_rows(codes, runs, runptr, radix, lo, hi, out):
     # Each block of rows is first transposed, in tiles of 64 rows, so that the
-    # packing reads whole runs: 4.4 against 15 ms for 10^5 rows of 100 runs.
+    # packing reads whole runs, contiguous, instead of striding across rows.
     r = codes.shape[1]
     acc = np.empty(CHUNK, dtype=np.int64)
     runs_by_element = np.empty((r, CHUNK), dtype=codes.dtype)
@@ -98,7 +98,7 @@ def _pack_rows(codes, runs, runptr, radix, lo, hi, out):
 
 
 @_jit
-def _gather_columns(codes, perm, lo, hi, out):
+def gather_columns(codes, perm, lo, hi, out):
     r = codes.shape[1]
     for start in range(lo, hi, 64):
         stop = min(start + 64, hi)
@@ -110,7 +110,7 @@ def _gather_columns(codes, perm, lo, hi, out):
 
 
 @_jit
-def _pack_columns(columns, runs, runptr, radix, lo, hi, out):
+def pack_runs(columns, runs, runptr, radix, lo, hi, out):
     acc = np.empty(CHUNK, dtype=np.int64)
     for start in range(lo, hi, CHUNK):
         stop = min(start + CHUNK, hi)
@@ -118,7 +118,7 @@ def _pack_columns(columns, runs, runptr, radix, lo, hi, out):
 
 
 @_jit
-def _rvec_wide(rows, binoff, x, lo, hi, out):
+def rvec_wide(rows, binoff, x, lo, hi, out):
     """Weighted counts from row-major codes ``(m, g)``, four groups an iteration."""
     g = rows.shape[1]
     block, xs = rows[lo:hi], x[lo:hi]
@@ -136,7 +136,7 @@ def _rvec_wide(rows, binoff, x, lo, hi, out):
 
 
 @_jit
-def _vec_wide(rows, binoff, table, lo, hi, out):
+def vec_wide(rows, binoff, table, lo, hi, out):
     """Gathers from row-major codes ``(m, g)``, four independent sums."""
     g = rows.shape[1]
     block, ys = rows[lo:hi], out[lo:hi]
@@ -155,7 +155,7 @@ def _vec_wide(rows, binoff, table, lo, hi, out):
 
 
 @_jit
-def _mat_wide4(rows, binoff, table, c, lo, hi, out):
+def mat_wide4(rows, binoff, table, c, lo, hi, out):
     """Gathers into columns ``c, c+1, ...`` of ``out`` (up to four) from row-major
     codes ``(m, g)``: ``table`` is ``(bins, 4)``, so each code's four entries
     share one cache line."""

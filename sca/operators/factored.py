@@ -1,9 +1,13 @@
 """The factored consensus operator ``S = H H^T`` (Meyer & Wessell, Sec. 1 and 3).
 
-``H`` is the sparse ``n x K`` 0/1 membership matrix of an ensemble (``K``
-clusters over all runs) or the neighbourhood matrix of the shared-nearest-
-neighbour measure.  S is never formed: a product costs ``O(nnz H)``, and the
-nonzero eigenvalues of ``P`` come from the ``K x K`` Gram matrix.
+``H`` is the ``n x K`` 0/1 membership matrix of an ensemble (``K`` clusters
+over all runs) or the neighbourhood matrix of the shared-nearest-neighbour
+measure.  S is never formed: a product costs ``O(nnz H)``, and the nonzero
+eigenvalues of ``P`` come from the ``K x K`` Gram matrix.
+
+:class:`FactorOperator` holds what any such factor shares; H itself is held
+as a sparse matrix by :class:`FactoredOperator`, and read off the label runs
+by :class:`sca.operators.labels.LabelOperator`.
 """
 
 from __future__ import annotations
@@ -13,40 +17,54 @@ import scipy.sparse as sp
 from scipy.sparse import csgraph
 from scipy.sparse.linalg import eigsh
 
-from .operators import (
-    _CHUNK_ROWS,
-    _DENSE_EDGE_MAX_K,
-    _GRAM_BLOCK_ROWS,
-    DENSE_SPECTRUM_MAX_N,
-    GRAM_MAX_K,
-    ConsensusOperator,
-)
+from .base import DENSE_SPECTRUM_MAX_N, ConsensusOperator
 
+#: Largest K for which the K x K Gram matrix of a factored operator is formed.
+GRAM_MAX_K = 2048
 #: K counts as small beside n from n = SMALL_K_RATIO * K: the iteration then runs
 #: on K-vectors (a K x K product per step in place of two passes over the
 #: elements), and a label matrix counts G beyond GRAM_MAX_K.
 SMALL_K_RATIO = 4
+_GRAM_BLOCK_ROWS = 4096
+_CHUNK_ROWS = 65536
+_DENSE_EDGE_MAX_K = 4096
 
 
-class FactoredOperator(ConsensusOperator):
-    """``S = H H^T`` with ``H`` sparse ``n x K``; S itself is never formed.
+class FactorOperator(ConsensusOperator):
+    """``S = H H^T`` for an ``n x K`` factor ``H``; S itself is never formed.
 
     The nonzero eigenvalues of ``P = (DH)(DH)^T`` are those of the ``K x K``
     Gram matrix ``(DH)^T (DH)``, which is built in row blocks of dense
     products (a single large ``A @ A.T`` is both wasteful and, with some
-    multithreaded BLAS builds, unsafe).
+    multithreaded BLAS builds, unsafe).  Subclasses say how H is held: they
+    provide ``H`` (a sparse ``n x K`` array, used by every method not
+    overridden), :meth:`null_draw`, :meth:`_with_scale`, :meth:`_state` and
+    :meth:`from_state`.
+
+    Parameters
+    ----------
+    n : int
+        The number of elements (rows of H).
+    scale : ndarray of shape (n,), optional
+        The diagonal of ``D``; None for S itself.
+    groups : array_like of int, optional
+        Column offsets of the runs when H holds label runs.
+
+    Attributes
+    ----------
+    H : scipy.sparse.csr_array of shape (n, K)
+        The factor.
+    groups : ndarray of int or None
+        Run j owns columns ``groups[j]:groups[j+1]`` of H; None for other
+        factors (shared nearest neighbours).
     """
 
-    kind = "factored"
+    H: sp.csr_array
     #: G = (DH)^T (DH), kept once the spectrum has computed it.
     _gram: np.ndarray | None = None
 
-    def __init__(self, H, scale=None, groups=None):
-        H = sp.csr_array(H)
-        super().__init__(H.shape[0], scale)
-        self.H = H
-        #: Column offsets of the runs (run j owns columns groups[j]:groups[j+1]) when
-        #: H holds label runs; None for other factors (shared nearest neighbours).
+    def __init__(self, n: int, scale=None, groups=None):
+        super().__init__(n, scale)
         self.groups = None if groups is None else np.asarray(groups, dtype=np.int64)
 
     @property
@@ -141,12 +159,82 @@ class FactoredOperator(ConsensusOperator):
         count_labels = np.unique(labels[first], return_inverse=True)
         return int(count_labels[0].size), count_labels[1].ravel()
 
-    def _with_scale(self, scale):
-        return FactoredOperator(self.H, scale, self.groups)
-
     @property
     def full_spectrum_cheap(self):
         return self.n_clusters <= GRAM_MAX_K or self.n <= DENSE_SPECTRUM_MAX_N
+
+    def gram(self, dtype=np.float64) -> np.ndarray:
+        """The ``K x K`` matrix ``(DH)^T (DH)``, accumulated in row blocks (in
+        ``dtype``: float32 halves the work where a rough spectrum will do)."""
+        K = self.n_clusters
+        G = np.zeros((K, K), dtype=dtype)
+        for start in range(0, self.n, _GRAM_BLOCK_ROWS):
+            block = self.H[start : start + _GRAM_BLOCK_ROWS].toarray().astype(dtype, copy=False)
+            if self.scale is not None:
+                block *= self.scale[start : start + _GRAM_BLOCK_ROWS, None]
+            G += block.T @ block
+        return G
+
+    @property
+    def rank_bound(self) -> int:
+        return min(self.n, self.n_clusters)
+
+    @property
+    def gram_cheap(self) -> bool:
+        """Whether the ``K x K`` Gram matrix is cheap enough to form for the spectrum."""
+        return self.n_clusters <= GRAM_MAX_K
+
+    def eigenvalues(self, k_hat=None, few=False):
+        # the Gram matrix pays only while K < n; raw data's ensembles at sqrt(n) levels have
+        # K > n, and a few eigenvalues are then cheaper by Lanczos than P formed densely
+        if self.n_clusters > self.n and k_hat is not None and int(k_hat) < self.n - 1:
+            values = self._top_eigenvalues(int(k_hat), 1e-4 if few else 1e-10)
+            return np.sort(values)[::-1][: int(k_hat)]
+        if not self.gram_cheap or self.n_clusters > self.n:
+            return super().eigenvalues(k_hat, few)
+        K = self.n_clusters
+        k_hat = self.n if k_hat is None else min(int(k_hat), self.n)
+        gram = None if few else self._gram  # k̂ grows on the same G
+        if gram is None:
+            gram = self.gram(np.float32 if few else np.float64)
+        if not few:
+            self._gram = gram  # also for the iteration (factor_gram)
+        if k_hat < K - 1 and K > DENSE_SPECTRUM_MAX_N and (few or K > GRAM_MAX_K):
+            tol = 1e-4 if few else 1e-10
+            values = eigsh(gram, k=k_hat, which="LA", tol=tol, return_eigenvectors=False)
+        else:
+            # in float64 even for a float32 G: LAPACK's ssyevd is slower here than dsyevd
+            values = np.linalg.eigvalsh(gram.astype(np.float64, copy=False))
+        values = np.sort(values)[::-1]
+        # P has rank at most K: the remaining n - K eigenvalues are zero.
+        values = np.concatenate([values, np.zeros(max(0, k_hat - values.size))])
+        return values[:k_hat]
+
+
+class FactoredOperator(FactorOperator):
+    """``S = H H^T`` with ``H`` held as a sparse ``n x K`` matrix.
+
+    Parameters
+    ----------
+    H : sparse array or matrix of shape (n, K)
+        The membership matrix of an ensemble (one column per cluster of each
+        run) or the neighbourhood matrix of shared nearest neighbours.
+    scale : ndarray of shape (n,), optional
+        The diagonal of ``D``; None for S itself.
+    groups : array_like of int, optional
+        Column offsets of the runs when H holds label runs (run j owns
+        columns ``groups[j]:groups[j+1]``); None for other factors.
+    """
+
+    kind = "factored"
+
+    def __init__(self, H, scale=None, groups=None):
+        H = sp.csr_array(H)
+        super().__init__(H.shape[0], scale, groups)
+        self.H = H
+
+    def _with_scale(self, scale):
+        return FactoredOperator(self.H, scale, self.groups)
 
     def null_draw(self, rng):
         """Label runs: each run's labels permuted over the elements it clustered
@@ -192,50 +280,11 @@ class FactoredOperator(ConsensusOperator):
             arrays["data"] = self.H.data
         return arrays
 
-    def gram(self, dtype=np.float64) -> np.ndarray:
-        """The ``K x K`` matrix ``(DH)^T (DH)``, accumulated in row blocks (in
-        ``dtype``: float32 halves the work where a rough spectrum will do)."""
-        K = self.n_clusters
-        G = np.zeros((K, K), dtype=dtype)
-        for start in range(0, self.n, _GRAM_BLOCK_ROWS):
-            block = self.H[start : start + _GRAM_BLOCK_ROWS].toarray().astype(dtype, copy=False)
-            if self.scale is not None:
-                block *= self.scale[start : start + _GRAM_BLOCK_ROWS, None]
-            G += block.T @ block
-        return G
-
-    @property
-    def rank_bound(self) -> int:
-        return min(self.n, self.n_clusters)
-
-    @property
-    def gram_cheap(self) -> bool:
-        """Whether the ``K x K`` Gram matrix is cheap enough to form for the spectrum."""
-        return self.n_clusters <= GRAM_MAX_K
-
-    def eigenvalues(self, k_hat=None, few=False):
-        # the Gram matrix pays only while K < n; raw data's ensembles at sqrt(n) levels have
-        # K > n, and a few eigenvalues are then cheaper by Lanczos than P formed densely
-        if self.n_clusters > self.n and k_hat is not None and int(k_hat) < self.n - 1:
-            values = self._top_eigenvalues(int(k_hat), 1e-4 if few else 1e-10)
-            return np.sort(values)[::-1][: int(k_hat)]
-        if not self.gram_cheap or self.n_clusters > self.n:
-            return super().eigenvalues(k_hat, few)
-        K = self.n_clusters
-        k_hat = self.n if k_hat is None else min(int(k_hat), self.n)
-        gram = None if few else self._gram  # k̂ grows on the same G
-        if gram is None:
-            gram = self.gram(np.float32 if few else np.float64)
-        if not few:
-            self._gram = gram  # also for the iteration (factor_gram)
-        if k_hat < K - 1 and K > DENSE_SPECTRUM_MAX_N and (few or K > GRAM_MAX_K):
-            tol = 1e-4 if few else 1e-10
-            values = eigsh(gram, k=k_hat, which="LA", tol=tol, return_eigenvectors=False)
-        else:
-            # in float64 even for a float32 G: LAPACK's ssyevd is slower here than dsyevd
-            # (13 against 10.5 ms at K = 500, one BLAS thread)
-            values = np.linalg.eigvalsh(gram.astype(np.float64, copy=False))
-        values = np.sort(values)[::-1]
-        # P has rank at most K: the remaining n - K eigenvalues are zero.
-        values = np.concatenate([values, np.zeros(max(0, k_hat - values.size))])
-        return values[:k_hat]
+    @classmethod
+    def from_state(cls, state):
+        indices, indptr = state["indices"], state["indptr"]
+        data = state.get("data")
+        if data is None:
+            data = np.ones(indices.size)
+        H = sp.csr_array((data, indices, indptr), shape=(int(state["n"]), int(state["K"])))
+        return cls(H, state.get("scale"), state.get("groups"))

@@ -1,0 +1,39 @@
+"""The consensus operator S (and P = D S D) in each of its forms.
+
+Every stage talks to S only through :class:`ConsensusOperator`
+(:mod:`~sca.operators.base`).  The forms:
+
+* :mod:`~sca.operators.dense` -- :class:`DenseOperator`, an ``n x n`` array;
+* :mod:`~sca.operators.sparse` -- :class:`SparseOperator`, a ``scipy.sparse`` matrix;
+* :mod:`~sca.operators.factored` -- ``S = H H^T`` (:class:`FactorOperator`),
+  with H held as a sparse matrix (:class:`FactoredOperator`);
+* :mod:`~sca.operators.labels` -- :class:`LabelOperator`, H read off the label
+  runs, packed into combined codes (:mod:`~sca.operators.packing`) that the
+  row-block kernels (:mod:`~sca.operators.kernels`, numba loops in
+  :mod:`~sca.operators.compiled`) count and gather;
+* :mod:`~sca.operators.state` -- an operator as plain arrays, and back.
+
+The modules import one another in that order only (base; dense, sparse,
+factored; packing, kernels; labels; state).
+"""
+
+from .base import ConsensusOperator
+from .dense import DenseOperator
+from .factored import FactoredOperator, FactorOperator
+from .labels import LabelOperator, is_dask, label_operator, label_spans
+from .sparse import SparseOperator
+from .state import operator_from_state, operator_state
+
+__all__ = [
+    "ConsensusOperator",
+    "DenseOperator",
+    "FactorOperator",
+    "FactoredOperator",
+    "LabelOperator",
+    "SparseOperator",
+    "is_dask",
+    "label_operator",
+    "label_spans",
+    "operator_from_state",
+    "operator_state",
+]

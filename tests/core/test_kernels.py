@@ -1,0 +1,78 @@
+"""The label operator's row-block kernels (sca.operators.kernels): numpy, the
+compiled loops on byte and wide codes, and the thread pools they run on."""
+
+import numpy as np
+import pytest
+from threadpoolctl import threadpool_info
+
+import sca
+import sca.operators.kernels
+import sca.operators.labels
+from sca.inputs import membership_factors
+from sca.operators import LabelOperator
+from sca.operators.kernels import one_blas_thread
+
+
+@pytest.mark.parametrize(
+    "compiled, wide",
+    [(False, False), (True, False), (True, True)],
+    ids=["numpy", "compiled byte codes", "compiled wide codes"],
+)
+def test_label_operator_matches_sparse_h(forms, monkeypatch, compiled, wide):
+    """Products, Gram matrix, entries, components and the null draw of the
+    label matrix are those of the sparse H built from the same runs: through
+    numpy (small inputs), the compiled kernels on the byte codes, and on the
+    wide codes (from tens of thousands of elements on)."""
+    monkeypatch.setattr(sca.operators.labels, "JOINT_MIN_N", 0)  # the Gram by counts at any n
+    monkeypatch.setattr(sca.operators.kernels, "COMPILED_MIN_ROWS", 0 if compiled else 10**9)
+    monkeypatch.setattr(sca.operators.labels, "WIDE_MIN_RATIO", 0 if wide else 10**9)
+    _, ops = forms
+    factored = ops["factored"]
+    labels = LabelOperator(ops["labels"].codes, ops["labels"].spans)  # its own packings
+    assert (labels.wide is not None) == wide
+    rng = np.random.default_rng(4)
+    d = rng.random(300) + 0.5
+    X = rng.random((300, 7))
+    for F, L in ((factored, labels), (factored.scaled(d), labels.scaled(d))):
+        for columns in (1, 2, 3, 4, 5, 7):  # wide gathers: four columns a pass, and the rest
+            assert np.allclose(L.matmat(X[:, :columns]), F.matmat(X[:, :columns]), rtol=1e-12)
+        assert np.allclose(L.matmat(X[:, 0]), F.matmat(X[:, 0]), rtol=1e-12)
+        for narrow_max_n in (10**9, 0):  # the Gram from narrow groups, and from byte codes
+            monkeypatch.setattr(sca.operators.labels, "NARROW_MAX_N", narrow_max_n)
+            assert np.allclose(L.gram(), F.gram(), rtol=1e-12)
+            assert np.allclose(L.gram(np.float32), F.gram(), rtol=1e-5)  # a null draw's counts
+    narrow, byte = (
+        labels._packed(limit).groups for limit in (sca.operators.labels.NARROW_CODES, 256)
+    )
+    assert len(narrow) > len(byte) > 1  # two different groupings of the runs were counted
+    rows, cols = rng.integers(0, 300, 50), rng.integers(0, 300, 50)
+    assert np.array_equal(labels.entries(rows, cols), factored.entries(rows, cols))
+    nulls = [op.null_draw(np.random.default_rng(9)) for op in (factored, labels)]
+    assert np.allclose(nulls[0].to_dense(), nulls[1].to_dense())
+    uncoupled = np.repeat(np.array([[0], [0], [2], [1], [1]], dtype=np.uint8), 4, axis=1)
+    op = sca.membership_operator(uncoupled)
+    assert type(op) is LabelOperator
+    H, groups = membership_factors(uncoupled)
+    assert op.components()[0] == 3 and op.components()[1].tolist() == [0, 0, 2, 1, 1]
+    assert (
+        op.components()[1].tolist()
+        == sca.FactoredOperator(H, groups=groups).components()[1].tolist()
+    )
+    assert len(op.packing.groups) == 1  # one group of runs: no pairs of groups to count
+    assert np.allclose(op.gram(), sca.FactoredOperator(H, groups=groups).gram(), rtol=1e-12)
+
+
+def test_stages_on_threaded_kernels_hold_blas_to_one_thread(monkeypatch):
+    """While the kernels run on every core, BLAS runs on one (its spinning
+    threads would take the kernels' cores); other operators keep their BLAS."""
+    monkeypatch.setattr(sca.operators.kernels, "THREADS", 2)
+    monkeypatch.setattr(sca.operators.kernels, "COMPILED_MIN_ROWS", 100)
+    blas = lambda P: {p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas"}  # noqa: E731
+    before = blas(None)
+    labels = np.random.default_rng(0).integers(0, 3, (300, 4))
+    threaded, small = sca.membership_operator(labels), sca.membership_operator(labels[:50])
+    assert threaded.threaded_kernels and not small.threaded_kernels
+    assert one_blas_thread(blas)(threaded) == {1}
+    assert one_blas_thread(blas)(small) == before == blas(None)
+    for stage in (sca.balance, sca.spectrum, sca.iterate, sca.custom_cluster):
+        assert stage.__wrapped__ is not None  # each stage is held to one BLAS thread

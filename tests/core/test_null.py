@@ -1,0 +1,44 @@
+"""The null reference of the k rule: null draws and the noise floor (sca.null)."""
+
+import numpy as np
+import pytest
+
+import sca
+from sca.null import noise_floor, tracy_widom
+from sca.planted import planted_runs, planted_truth
+from tests.core.conftest import planted_similarity
+
+
+def test_few_clusters_over_many_elements_have_the_margin_of_their_rank():
+    """Random labels with K << n (20 runs of 5 labels: S has rank 100 at most)
+    and a single null draw: the margin is the fluctuation of a rank-100 top
+    eigenvalue, not of a full-rank one (with which this input gave k = 2)."""
+    runs = np.random.default_rng(0).integers(0, 5, (70_000, 20))
+    S = sca.membership_operator(runs)
+    assert S.rank_bound == 100 and tracy_widom(S, draws=1) > 2 * S.n ** (-2 / 3)
+    dense = sca.consensus_operator(np.eye(400) + 0.01)
+    for draws in (1, 8):  # full rank: as before
+        assert dense.rank_bound == 400
+        assert tracy_widom(dense, draws) == pytest.approx(400 ** (-2 / 3))
+    P = sca.balance(S).P
+    spec = sca.spectrum(P)
+    assert spec.k == 1 and spec.floor > spec.eigenvalues[1] > noise_floor(S).draws[0, 0]
+
+
+def test_null_draws_keep_what_they_promise():
+    rng = np.random.default_rng(0)
+    runs = planted_runs(planted_truth(200, [1, 2], rng), 6, 0.2, rng)
+    runs[::7, 2] = -1  # some elements left out of run 2
+    S = sca.membership_operator(runs)
+    null = S.null_draw(rng)
+    # every run keeps its cluster sizes, every element its number of runs
+    assert np.array_equal(
+        np.sort(np.asarray(S.H.sum(axis=0))), np.sort(np.asarray(null.H.sum(axis=0)))
+    )
+    assert np.array_equal(np.diff(S.H.indptr), np.diff(null.H.indptr))
+    dense, _ = planted_similarity(50, 2, 0)
+    shuffled = sca.consensus_operator(dense).null_draw(rng).S
+    assert np.allclose(shuffled, shuffled.T) and np.array_equal(np.diag(shuffled), np.diag(dense))
+    iu = np.triu_indices(50, 1)
+    assert np.array_equal(np.sort(shuffled[iu]), np.sort(dense[iu]))
+    assert not np.array_equal(shuffled, dense)
