@@ -258,16 +258,7 @@ def run(args) -> dict:
     kind = registry.one_input([name for name in registry.INPUT_NAMES if name in inputs])
     registry.validate(options, n=inputs[kind].shape[0], scope="core")  # before any work
 
-    from .pipeline import (
-        balance_dict,
-        build_operator,
-        check_ids,
-        custom_result,
-        prepare,
-        result_dict,
-        run_stages,
-        spectrum_dict,
-    )
+    from .pipeline import build_operator, check_ids, clustering, custom_result, prepare
     from .progress import StageProgress
 
     timings: dict = {}
@@ -291,11 +282,9 @@ def run(args) -> dict:
             )
             _plots(args, None, custom=out)
             return out
-        balanced, spec, result, timings = run_stages(S, options, timings, bar, raw)
-    out = result_dict(
-        S, balanced.P, balance_dict(balanced), spectrum_dict(spec), result, ids, timings
-    )
-    _plots(args, out, S=S, P=balanced.P, ids=ids)
+        done = clustering(S, options, ids, timings, bar, raw)
+    out = done["result"]
+    _plots(args, out, S=S, P=done["P"], ids=ids)
     if args.truth:
         import numpy as np
 
@@ -303,7 +292,7 @@ def run(args) -> dict:
         from .io import read_matrix_file
 
         truth, _ = read_matrix_file(args.truth, "truth")
-        out["evaluation"] = evaluate(result.labels, np.asarray(truth).ravel())
+        out["evaluation"] = evaluate(done["iteration"].labels, np.asarray(truth).ravel())
     return out
 
 
