@@ -39,8 +39,11 @@ from datetime import datetime, timezone
 import numpy as np
 
 from sca.options import options_for
+from sca.pipeline import TASKS
 
-STAGES = ("ensemble", "balancing", "spectral", "iteration")
+#: A job's stages: the ensemble's runs (raw data clustered by an ensemble), then
+#: the core's (:data:`sca.pipeline.STAGES`).
+STAGES = ("ensemble", *TASKS)
 ACTIVE = ("queued", "running")
 
 #: Options of the spectral and iteration stages with the core's defaults
@@ -177,32 +180,6 @@ def jsonable(value):
     if isinstance(value, (list, tuple)):
         return [jsonable(v) for v in value]
     return value
-
-
-def namer(ids: list | None):
-    """Element index -> the element's id (its index when the job has no ids)."""
-    return (lambda i: ids[i]) if ids is not None else int
-
-
-def with_ids(result: Mapping, ids: list | None) -> dict:
-    """A stored result (element indices) with its clusters, and those of its
-    trace, as lists of element ids."""
-    out = dict(result)
-    if ids is None:
-        return out
-    name = namer(ids)
-    out["clusters"] = [[name(i) for i in members] for members in result["clusters"]]
-    if out.get("trace"):
-        out["trace"] = [
-            dict(
-                step,
-                clusters=None
-                if step.get("clusters") is None
-                else [[name(i) for i in members] for members in step["clusters"]],
-            )
-            for step in out["trace"]
-        ]
-    return out
 
 
 #: The broker's list of waiting messages (Celery's ``task_default_queue``), under

@@ -219,16 +219,15 @@ def custom_result(
     return out
 
 
-def similar_dict(P, index: int, method: str = "sca", limit: int = 6, ids=None, X=None) -> dict:
-    """The elements most similar to one, most similar first (ties in index order).
-
-    ``method`` ``"sca"`` ranks by the element's row of the balanced P
-    (:func:`sca.custom.row_neighbours`); ``"euclidean"`` and ``"cosine"`` by
-    the raw data X (:func:`sca.neighbours`).
-    """
-    ranked = (
-        row_neighbours(P, index, limit) if method == "sca" else neighbours(X, index, method, limit)
-    )
+def similar_dict(index: int, method: str, limit: int, ids=None, *, P=None, X=None) -> dict:
+    """The ``limit`` elements most similar to one, most similar first (ties in
+    index order): by the element's row of the balanced P for ``method``
+    ``"sca"`` (:func:`sca.custom.row_neighbours`), by raw data X for
+    ``"euclidean"`` and ``"cosine"`` (:func:`sca.neighbours`)."""
+    if method == "sca":
+        ranked = row_neighbours(P, index, limit)
+    else:
+        ranked = neighbours(X, index, method, limit)
     name = namer(ids)
     return {
         "element": name(index),

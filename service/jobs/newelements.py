@@ -17,7 +17,7 @@ from flask import current_app
 
 import sca
 from sca.newrows import check_new_labels
-from sca_worker.jobs import namer
+from sca.pipeline import namer
 from sca_worker.stages import artifact_keys, job_scaling
 
 from ..backend import backend
