@@ -29,9 +29,7 @@ def _refs(store, record) -> str:
 
 def _names(record) -> set[str]:
     keys = artifact_keys(record)
-    names = {
-        keys[k] for k in ("input", "op", "P", "balance", "spectrum", "result", "models", "scaling")
-    }
+    names = {key for name, key in keys.items() if name != "run"}  # runs: below
     runs = int(record.get("runs_total") or 0)  # counted at submission
     return names | {f"{keys['run']}{i}" for i in range(runs)}
 

@@ -39,19 +39,28 @@ from datetime import datetime, timezone
 import numpy as np
 
 from sca.options import options_for
-from sca.pipeline import TASKS
+from sca.pipeline import TASKS, parts
 
 #: A job's stages: the ensemble's runs (raw data clustered by an ensemble), then
 #: the core's (:data:`sca.pipeline.STAGES`).
 STAGES = ("ensemble", *TASKS)
 ACTIVE = ("queued", "running")
 
-#: Options of the spectral and iteration stages with the core's defaults
-#: (the registry, :mod:`sca.options`), and the ensemble's seed.
-SPECTRAL_OPTIONS = {o.name: o.default for o in options_for("job", stages=("spectral",))}
-ITERATION_OPTIONS = {o.name: o.default for o in options_for("job", stages=("iteration",))}
+#: A job's options of each of the core's stages with the core's defaults (the
+#: registry, :mod:`sca.options`), and the ensemble's seed.
+STAGE_OPTIONS = {
+    task: {o.name: o.default for o in options_for("job", stages=[s.name for s in parts(task)])}
+    for task in TASKS
+}
+SPECTRAL_OPTIONS = STAGE_OPTIONS["spectral"]
+ITERATION_OPTIONS = STAGE_OPTIONS["iteration"]
 ENSEMBLE_OPTIONS = {o.name: o.default for o in options_for("job", stages=("ensemble",))}
-DEFAULT_OPTIONS = {**SPECTRAL_OPTIONS, **ITERATION_OPTIONS, **ENSEMBLE_OPTIONS}
+DEFAULT_OPTIONS = {
+    **{k: v for o in STAGE_OPTIONS.values() for k, v in o.items()},
+    **ENSEMBLE_OPTIONS,
+}
+#: The content hash of each stage, where it is not named as the stage.
+HASH_NAMES = {"balancing": "balance", "spectral": "spectrum", "iteration": "result"}
 
 
 def now() -> str:
@@ -85,7 +94,7 @@ def normalise_options(options: Mapping | None) -> dict:
 def content_hashes(
     kind: str, arrays: Mapping[str, np.ndarray], source: Mapping, options: Mapping, scope: str = ""
 ) -> dict:
-    """The four cache keys of a job (see the module docstring).
+    """The cache keys of a job: the input's and one per stage (see the module docstring).
 
     ``source`` holds what shapes S besides the arrays: the ensemble spec and
     seed, or the SNN parameters.
@@ -97,12 +106,18 @@ def content_hashes(
         dict(source),
         *[x for name in sorted(arrays) for x in (name, arrays[name])],
     )
-    h_balance = _digest("balance", h_input)
-    # The noise rule's null draws follow the seed, so its spectrum depends on it.
-    seed = options["seed"] if options["rule"] == "noise" else None
-    h_spectrum = _digest("spectrum", h_balance, {k: options[k] for k in SPECTRAL_OPTIONS}, seed)
-    h_result = _digest("result", h_spectrum, {k: options[k] for k in ITERATION_OPTIONS})
-    return {"input": h_input, "balance": h_balance, "spectrum": h_spectrum, "result": h_result}
+    hashes = {"input": h_input}
+    previous = h_input
+    for task in TASKS:  # each stage's hash covers the one before it and its own options
+        name = HASH_NAMES.get(task, task)
+        covered: list = (
+            [{k: options[k] for k in STAGE_OPTIONS[task]}] if STAGE_OPTIONS[task] else []
+        )
+        if task == "spectral":
+            # The noise rule's null draws follow the seed, so its spectrum depends on it.
+            covered.append(options["seed"] if options["rule"] == "noise" else None)
+        previous = hashes[name] = _digest(name, previous, *covered)
+    return hashes
 
 
 def job_stages(kind: str, source: Mapping) -> list[str]:

@@ -3,7 +3,7 @@
 The ensemble's runs and their collection are the worker's own (one task per
 run); every other stage is the core's (:data:`sca.pipeline.STAGES`): it
 reads its artifacts from the store (:class:`JobArtifacts`), runs the core's
-entry and saves what it makes (:data:`SAVERS`).  The Celery tasks
+entry and saves what it keeps (:func:`save_kept`).  The Celery tasks
 (:mod:`sca_worker.tasks`) and the embedded runner (:mod:`sca_worker.embedded`)
 both call :func:`execute`, which adds what every stage needs: it skips jobs
 no longer active, marks the stage as running, times it and turns any failure
@@ -29,7 +29,7 @@ import sca
 from sca.inputs import Scaling
 
 from . import events, inputs, metrics
-from .jobs import ACTIVE, alive, jsonable, now
+from .jobs import ACTIVE, HASH_NAMES, alive, jsonable, now
 from .problems import TRANSIENT, problem_for, store_full
 from .store import ArtifactStore
 
@@ -40,15 +40,13 @@ LAST = sca.pipeline.TASKS[-1]
 
 
 def artifact_keys(record) -> dict:
-    """Names of a job's artifacts in the store (see :mod:`sca_worker.jobs`)."""
+    """Names of a job's artifacts in the store (see :mod:`sca_worker.jobs`): those of
+    its input and ensemble, and each artifact a stage of the core keeps, under the
+    content hash of the stage that makes it."""
     h = record["hashes"]
-    return {
+    keys = {
         "input": f"input:{h['input']}",
         "op": f"op:{h['input']}",
-        "P": f"P:{h['balance']}",
-        "balance": f"balance:{h['balance']}",
-        "spectrum": f"spectrum:{h['spectrum']}",
-        "result": f"result:{h['result']}",
         "models": f"models:{h['input']}",
         # A data job's fitted scale (sca.inputs.Scaling), for its runs and new elements
         "scaling": f"scaling:{h['input']}",
@@ -56,6 +54,16 @@ def artifact_keys(record) -> dict:
         # collects (and deletes) its own, never its twin's.
         "run": f"run:{h['input']}:{record['id']}:",
     }
+    for task in sca.pipeline.TASKS:
+        for stage in sca.pipeline.parts(task):
+            keys.update({name: f"{name}:{h[HASH_NAMES.get(task, task)]}" for name in stage.keeps})
+    return keys
+
+
+#: What the core's stages keep, in order (``P``, ``balance``, ``spectrum``, ``result``).
+KEPT = tuple(name for stage in sca.pipeline.STAGES for name in stage.keeps)
+#: Kept artifacts that are operators, stored as arrays; the others are JSON.
+OPERATORS = ("P",)
 
 
 def cache_hit(store: ArtifactStore, record: dict) -> dict | None:
@@ -66,15 +74,7 @@ def cache_hit(store: ArtifactStore, record: dict) -> dict | None:
     keys = artifact_keys(record)
     if not store.has(keys["result"]):
         return None
-    store.touch(
-        keys["result"],
-        keys["P"],
-        keys["balance"],
-        keys["spectrum"],
-        keys["input"],
-        keys["models"],
-        keys["scaling"],
-    )
+    store.touch(*(keys[name] for name in KEPT), keys["input"], keys["models"], keys["scaling"])
     return {
         "status": "succeeded",
         "stage": LAST,
@@ -114,13 +114,7 @@ def _plan(store: ArtifactStore, record: dict) -> dict:
             events.finished(store, job_id, "succeeded")
         return {"stages": [], "runs": []}
     store.touch(
-        keys["input"],
-        keys["op"],
-        keys["P"],
-        keys["balance"],
-        keys["spectrum"],
-        keys["models"],
-        keys["scaling"],
+        keys["input"], keys["op"], *(keys[name] for name in KEPT), keys["models"], keys["scaling"]
     )
     stages = needed(store, record)
     need_ensemble = (
@@ -151,7 +145,7 @@ def needed(store: ArtifactStore, record: dict) -> list[str]:
     for task in sca.pipeline.TASKS:
         entries = sca.pipeline.parts(task)
         makes = {name for stage in entries for name in stage.makes}
-        missing = any(not store.has(keys[name]) for name in makes if name in SAVERS)
+        missing = any(not store.has(keys[name]) for stage in entries for name in stage.keeps)
         if missing or remade & _needs([task]):
             tasks.append(task)
             remade |= makes
@@ -226,29 +220,31 @@ def source_operator(store: ArtifactStore, record: dict):
 
 def load_balanced(store: ArtifactStore, record: dict):
     """The stored balanced operator P of a job (``P.unscaled()`` is S)."""
-    return sca.operator_from_state(store.load_arrays(artifact_keys(record)["P"]))
+    return load_kept(store, record, "P")
 
 
-def _load_json(store: ArtifactStore, record: dict, name: str):
-    return store.load_json(artifact_keys(record)[name])
-
-
-#: How the artifacts of the core's stages (:data:`sca.pipeline.STAGES`) are read
-#: for a job; ``P``, ``balance``, ``spectrum`` and ``result`` are also stored.
+#: How a job's artifacts that no stage of the core makes are read.
 LOADERS: dict[str, Callable] = {
     "S": lambda store, record: source_operator(store, record),
     "source": lambda store, record: record["source"] if record["kind"] == "data" else None,
     "scaled": lambda store, record: scaled_data(store, record),
-    "P": lambda store, record: load_balanced(store, record),
-    "balance": lambda store, record: _load_json(store, record, "balance"),
-    "spectrum": lambda store, record: _load_json(store, record, "spectrum"),
 }
-SAVERS: dict[str, Callable] = {
-    "P": lambda store, key, P: store.save_arrays(key, sca.operator_state(P)),
-    "balance": lambda store, key, value: store.save_json(key, value),
-    "spectrum": lambda store, key, value: store.save_json(key, value),
-    "result": lambda store, key, value: store.save_json(key, jsonable(value)),
-}
+
+
+def load_kept(store: ArtifactStore, record: dict, name: str):
+    """An artifact a stage of the core kept (:data:`KEPT`)."""
+    key = artifact_keys(record)[name]
+    if name in OPERATORS:
+        return sca.operator_from_state(store.load_arrays(key))
+    return store.load_json(key)
+
+
+def save_kept(store: ArtifactStore, record: dict, name: str, value) -> None:
+    key = artifact_keys(record)[name]
+    if name in OPERATORS:
+        store.save_arrays(key, sca.operator_state(value))
+    else:
+        store.save_json(key, jsonable(value))
 
 
 class JobArtifacts(dict):
@@ -259,7 +255,13 @@ class JobArtifacts(dict):
         self.store, self.record = store, record
 
     def __missing__(self, name: str):
-        value = self[name] = LOADERS[name](self.store, self.record)
+        load = LOADERS.get(name)
+        value = (
+            load_kept(self.store, self.record, name)
+            if load is None
+            else load(self.store, self.record)
+        )
+        self[name] = value
         return value
 
 
@@ -267,13 +269,11 @@ def run_stage(store: ArtifactStore, record: dict, task: str) -> None:
     """The core's stage ``task`` and those within it (:func:`sca.pipeline.parts`) on
     the job's artifacts; what they make that has a key is saved."""
     artifacts = JobArtifacts(store, record)
-    keys = artifact_keys(record)
     for stage in sca.pipeline.parts(task):
         made = stage.run(artifacts, stage.read(record["options"]))
         artifacts.update(made)
-        for name in stage.makes:
-            if name in SAVERS:
-                SAVERS[name](store, keys[name], made[name])
+        for name in stage.keeps:
+            save_kept(store, record, name, made[name])
 
 
 STAGE_FUNCTIONS: dict[str, Callable[..., None]] = {

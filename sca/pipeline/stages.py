@@ -55,15 +55,18 @@ class Stage:
 
     ``run(artifacts, options)`` returns the artifacts it makes, a dict with
     the keys ``makes``; ``artifacts`` holds (at least) those it ``needs``, and
-    ``options`` exactly those it reads (:attr:`options`).  A stage ``within``
-    another is run and reported as part of that one (its progress, its task
-    in the worker, its time in a job's record).
+    ``options`` exactly those it reads (:attr:`options`).  ``keeps`` are the
+    artifacts it makes for later stages to read, which a worker stores
+    between its tasks (P as arrays, the others as JSON); the rest live in
+    memory.  A stage ``within`` another is run and reported as part of that
+    one (its progress, its task in the worker, its time in a job's record).
     """
 
     name: str
     run: Callable[[Mapping, dict], dict]
     needs: tuple[str, ...]
     makes: tuple[str, ...]
+    keeps: tuple[str, ...] = ()
     #: Options it reads besides those the registry assigns to it (``Option.stage``).
     reads: tuple[str, ...] = ()
     within: str | None = None
@@ -141,12 +144,19 @@ def _diagnostics(artifacts: Mapping, options: dict) -> dict:
 
 #: The stages in order.  ``seed`` also draws the spectral stage's null.
 STAGES: tuple[Stage, ...] = (
-    Stage("balancing", _balancing, needs=("S",), makes=("P", "balance", "balanced")),
+    Stage(
+        "balancing",
+        _balancing,
+        needs=("S",),
+        makes=("P", "balance", "balanced"),
+        keeps=("P", "balance"),
+    ),
     Stage(
         "spectral",
         _spectral,
         needs=("P", "source", "scaled"),
         makes=("spectrum", "found"),
+        keeps=("spectrum",),
         reads=("seed",),
     ),
     Stage("iteration", _iteration, needs=("P", "spectrum"), makes=("choice", "iteration")),
@@ -155,6 +165,7 @@ STAGES: tuple[Stage, ...] = (
         _diagnostics,
         needs=("P", "balance", "choice", "iteration"),
         makes=("result",),
+        keeps=("result",),
         within="iteration",
     ),
 )

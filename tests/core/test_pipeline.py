@@ -18,6 +18,7 @@ def test_each_stage_needs_what_earlier_stages_make():
     for stage in table.STAGES:
         assert set(stage.needs) <= made, stage.name
         made |= set(stage.makes)
+        assert set(stage.keeps) <= set(stage.makes)
     assert table.TASKS == ("balancing", "spectral", "iteration")
     assert [s.name for s in table.parts("iteration")] == ["iteration", "diagnostics"]
 
