@@ -240,6 +240,7 @@ def load_kept(store: ArtifactStore, record: dict, name: str):
 
 
 def save_kept(store: ArtifactStore, record: dict, name: str, value) -> None:
+    """Store an artifact a stage of the core keeps, for the stages after it."""
     key = artifact_keys(record)[name]
     if name in OPERATORS:
         store.save_arrays(key, sca.operator_state(value))
@@ -267,7 +268,7 @@ class JobArtifacts(dict):
 
 def run_stage(store: ArtifactStore, record: dict, task: str) -> None:
     """The core's stage ``task`` and those within it (:func:`sca.pipeline.parts`) on
-    the job's artifacts; what they make that has a key is saved."""
+    the job's artifacts; what they keep is saved (:func:`save_kept`)."""
     artifacts = JobArtifacts(store, record)
     for stage in sca.pipeline.parts(task):
         made = stage.run(artifacts, stage.read(record["options"]))
