@@ -281,16 +281,7 @@ def run(args) -> dict:
     registry.validate(options, n=inputs[kind].shape[0], scope="core")  # before any work
 
     # The numerics load when a command runs, not to parse it (see the module's docstring).
-    from .pipeline import (
-        balance_dict,
-        build_operator,
-        check_ids,
-        custom_result,
-        prepare,
-        result_dict,
-        run_stages,
-        spectrum_dict,
-    )
+    from .pipeline import build_operator, check_ids, clustering, custom_result, prepare
     from .progress import StageProgress
 
     timings: dict = {}
@@ -314,11 +305,9 @@ def run(args) -> dict:
             )
             _plots(args, None, custom=out)
             return out
-        balanced, spec, result, timings = run_stages(S, options, timings, bar, raw)
-    out = result_dict(
-        S, balanced.P, balance_dict(balanced), spectrum_dict(spec), result, ids, timings
-    )
-    _plots(args, out, S=S, P=balanced.P, ids=ids)
+        done = clustering(S, options, ids, timings, bar, raw)
+    out = done["result"]
+    _plots(args, out, S=S, P=done["P"], ids=ids)
     if args.truth:
         import numpy as np  # as the pipeline above: loaded when the command runs
 
@@ -326,7 +315,7 @@ def run(args) -> dict:
         from .io import read_matrix_file
 
         truth, _ = read_matrix_file(args.truth, "truth")
-        out["evaluation"] = evaluate(result.labels, np.asarray(truth).ravel())
+        out["evaluation"] = evaluate(done["iteration"].labels, np.asarray(truth).ravel())
     return out
 
 

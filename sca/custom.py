@@ -5,7 +5,8 @@ vector of one element; after each product it splits x_t as the SCA does and
 returns the element's cluster as soon as its size is within the bounds,
 with the elements ranked by how close their entry of x_t is to the target's.
 For raw data the paper's table compares it with the 2-norm and cosine
-nearest neighbours, which :func:`neighbours` gives.
+nearest neighbours, which :func:`neighbours` gives; :func:`row_neighbours`
+ranks the elements by one element's row of P.
 """
 
 from __future__ import annotations
@@ -166,4 +167,19 @@ def neighbours(X, element: int, method: str = "euclidean", limit: int | None = N
         score = (X @ X[element]) / (norms * norms[element])
         order = np.argsort(-score, kind="stable")
     ranked = [(int(i), float(score[i])) for i in order if i != element]
+    return ranked if limit is None else ranked[:limit]
+
+
+def row_neighbours(P: ConsensusOperator, element: int, limit: int | None = None):
+    """The elements most similar to one by its row of P, most similar first.
+
+    ``score`` is the entry ``p_ij`` of the balanced matrix (``e_i^T P``, one
+    product with P: P is never formed); ties go to the lower index.
+    """
+    element = _check_element(element, P.n)
+    unit = np.zeros(P.n)
+    unit[element] = 1.0
+    row = P.matmat(unit)
+    order = [int(i) for i in np.argsort(-row, kind="stable") if i != element]
+    ranked = [(i, float(row[i])) for i in order]
     return ranked if limit is None else ranked[:limit]

@@ -14,9 +14,6 @@ from __future__ import annotations
 import sys
 import time
 
-#: Stages of a job, in order (those of the service's job record).
-STAGES = ("ensemble", "balancing", "spectral", "iteration")
-
 
 class StageProgress:
     """Report ``(stage, fraction)`` updates as a one-line bar.

@@ -30,9 +30,7 @@ def _refs(record) -> str:
 
 def _names(record) -> set[str]:
     named = artifact_keys(record)
-    names = {
-        named[k] for k in ("input", "op", "P", "balance", "spectrum", "result", "models", "scaling")
-    }
+    names = {key for name, key in named.items() if name != "run"}  # runs: below
     runs = int(record.get("runs_total") or 0)  # counted at submission
     return names | {f"{named['run']}{i}" for i in range(runs)}
 

@@ -40,16 +40,28 @@ from datetime import datetime, timezone
 import numpy as np
 
 from sca.options import options_for
+from sca.pipeline import TASKS, parts
 
-STAGES = ("ensemble", "balancing", "spectral", "iteration")
+from .store.keys import HASH_NAMES
+
+#: A job's stages: the ensemble's runs (raw data clustered by an ensemble), then
+#: the core's (:data:`sca.pipeline.STAGES`).
+STAGES = ("ensemble", *TASKS)
 ACTIVE = ("queued", "running")
 
-#: Options of the spectral and iteration stages with the core's defaults
-#: (the registry, :mod:`sca.options`), and the ensemble's seed.
-SPECTRAL_OPTIONS = {o.name: o.default for o in options_for("job", stages=("spectral",))}
-ITERATION_OPTIONS = {o.name: o.default for o in options_for("job", stages=("iteration",))}
+#: A job's options of each of the core's stages with the core's defaults (the
+#: registry, :mod:`sca.options`), and the ensemble's seed.
+STAGE_OPTIONS = {
+    task: {o.name: o.default for o in options_for("job", stages=[s.name for s in parts(task)])}
+    for task in TASKS
+}
+SPECTRAL_OPTIONS = STAGE_OPTIONS["spectral"]
+ITERATION_OPTIONS = STAGE_OPTIONS["iteration"]
 ENSEMBLE_OPTIONS = {o.name: o.default for o in options_for("job", stages=("ensemble",))}
-DEFAULT_OPTIONS = {**SPECTRAL_OPTIONS, **ITERATION_OPTIONS, **ENSEMBLE_OPTIONS}
+DEFAULT_OPTIONS = {
+    **{k: v for o in STAGE_OPTIONS.values() for k, v in o.items()},
+    **ENSEMBLE_OPTIONS,
+}
 
 
 def now() -> str:
@@ -83,7 +95,7 @@ def normalise_options(options: Mapping | None) -> dict:
 def content_hashes(
     kind: str, arrays: Mapping[str, np.ndarray], source: Mapping, options: Mapping, scope: str = ""
 ) -> dict:
-    """The four cache keys of a job (see the module docstring).
+    """The cache keys of a job: the input's and one per stage (see the module docstring).
 
     ``source`` holds what shapes S besides the arrays: the ensemble spec and
     seed, or the SNN parameters.
@@ -95,12 +107,18 @@ def content_hashes(
         dict(source),
         *[x for name in sorted(arrays) for x in (name, arrays[name])],
     )
-    h_balance = _digest("balance", h_input)
-    # The noise rule's null draws follow the seed, so its spectrum depends on it.
-    seed = options["seed"] if options["rule"] == "noise" else None
-    h_spectrum = _digest("spectrum", h_balance, {k: options[k] for k in SPECTRAL_OPTIONS}, seed)
-    h_result = _digest("result", h_spectrum, {k: options[k] for k in ITERATION_OPTIONS})
-    return {"input": h_input, "balance": h_balance, "spectrum": h_spectrum, "result": h_result}
+    hashes = {"input": h_input}
+    previous = h_input
+    for task in TASKS:  # each stage's hash covers the one before it and its own options
+        name = HASH_NAMES.get(task, task)
+        covered: list = (
+            [{k: options[k] for k in STAGE_OPTIONS[task]}] if STAGE_OPTIONS[task] else []
+        )
+        if task == "spectral":
+            # The noise rule's null draws follow the seed, so its spectrum depends on it.
+            covered.append(options["seed"] if options["rule"] == "noise" else None)
+        previous = hashes[name] = _digest(name, previous, *covered)
+    return hashes
 
 
 def job_stages(kind: str, source: Mapping) -> list[str]:
@@ -178,29 +196,3 @@ def jsonable(value):
     if isinstance(value, (list, tuple)):
         return [jsonable(v) for v in value]
     return value
-
-
-def namer(ids: list | None):
-    """Element index -> the element's id (its index when the job has no ids)."""
-    return (lambda i: ids[i]) if ids is not None else int
-
-
-def with_ids(result: Mapping, ids: list | None) -> dict:
-    """A stored result (element indices) with its clusters, and those of its
-    trace, as lists of element ids."""
-    out = dict(result)
-    if ids is None:
-        return out
-    name = namer(ids)
-    out["clusters"] = [[name(i) for i in members] for members in result["clusters"]]
-    if out.get("trace"):
-        out["trace"] = [
-            dict(
-                step,
-                clusters=None
-                if step.get("clusters") is None
-                else [[name(i) for i in members] for members in step["clusters"]],
-            )
-            for step in out["trace"]
-        ]
-    return out

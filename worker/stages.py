@@ -1,11 +1,13 @@
-"""The four stages of a job as plain functions over a store.
+"""The stages of a job as plain functions over a store.
 
-Each stage loads its artifacts, calls the core, saves its artifacts and
-updates the job record.  The Celery tasks (:mod:`sca_worker.tasks`) and the
-embedded runner (:mod:`sca_worker.embedded`) both call :func:`execute`, which
-adds what every stage needs: it skips jobs no longer active, marks the stage
-as running, times it and turns any failure into a failed job with a
-problem+json ``error``.  Stages write content-addressed artifacts, so
+The ensemble's runs and their collection are the worker's own (one task per
+run); every other stage is the core's (:data:`sca.pipeline.STAGES`): it
+reads its artifacts from the store (:class:`JobArtifacts`), runs the core's
+entry and saves what it keeps (:func:`save_kept`).  The Celery tasks
+(:mod:`sca_worker.tasks`) and the embedded runner (:mod:`sca_worker.embedded`)
+both call :func:`execute`, which adds what every stage needs: it skips jobs
+no longer active, marks the stage as running, times it and turns any failure
+into a failed job with a problem+json ``error``.  Stages write content-addressed artifacts, so
 running one twice is harmless.
 """
 
@@ -14,6 +16,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
+from functools import partial
 
 import numpy as np
 
@@ -27,12 +30,21 @@ from sca.inputs import Scaling
 
 from . import events, inputs, metrics
 from .cleanup import release
-from .jobs import ACTIVE, ITERATION_OPTIONS, SPECTRAL_OPTIONS, jsonable, now
+from .jobs import ACTIVE, jsonable, now
 from .problems import TRANSIENT, problem_for, store_full
 from .store import Store
 from .store.keys import artifact_keys
 
 log = logging.getLogger(__name__)
+
+#: The last stage of every job: it finishes the job.
+LAST = sca.pipeline.TASKS[-1]
+
+
+#: What the core's stages keep, in order (``P``, ``balance``, ``spectrum``, ``result``).
+KEPT = tuple(name for stage in sca.pipeline.STAGES for name in stage.keeps)
+#: Kept artifacts that are operators, stored as arrays; the others are JSON.
+OPERATORS = ("P",)
 
 
 def cache_hit(store: Store, record: dict) -> dict | None:
@@ -43,18 +55,10 @@ def cache_hit(store: Store, record: dict) -> dict | None:
     keys = artifact_keys(record)
     if not store.has(keys["result"]):
         return None
-    store.touch(
-        keys["result"],
-        keys["P"],
-        keys["balance"],
-        keys["spectrum"],
-        keys["input"],
-        keys["models"],
-        keys["scaling"],
-    )
+    store.touch(*(keys[name] for name in KEPT), keys["input"], keys["models"], keys["scaling"])
     return {
         "status": "succeeded",
-        "stage": "iteration",
+        "stage": LAST,
         "cached": True,
         "runs_done": record["runs_total"],
         "updated": now(),
@@ -91,20 +95,14 @@ def _plan(store: Store, record: dict) -> dict:
             events.finished(store, job_id, "succeeded")
         return {"stages": [], "runs": []}
     store.touch(
-        keys["input"],
-        keys["op"],
-        keys["P"],
-        keys["balance"],
-        keys["spectrum"],
-        keys["models"],
-        keys["scaling"],
+        keys["input"], keys["op"], *(keys[name] for name in KEPT), keys["models"], keys["scaling"]
     )
-    need_balance = not store.has(keys["P"])
-    need_spectral = need_balance or not store.has(keys["spectrum"])
-    need_ensemble = need_balance and "ensemble" in record["stages"] and not store.has(keys["op"])
-    stages = (["ensemble"] if need_ensemble else []) + (["balancing"] if need_balance else [])
-    stages += (["spectral"] if need_spectral else []) + ["iteration"]
-    if need_balance and record["kind"] == "data":
+    stages = needed(store, record)
+    need_ensemble = (
+        "S" in _needs(stages) and "ensemble" in record["stages"] and not store.has(keys["op"])
+    )
+    stages = (["ensemble"] if need_ensemble else []) + stages
+    if "S" in _needs(stages) and record["kind"] == "data":
         job_scaling(store, record)  # once, before the runs that read it
     runs = []
     if need_ensemble:
@@ -113,6 +111,26 @@ def _plan(store: Store, record: dict) -> dict:
     if record["runs_total"]:  # runs still to do, or all of them cached
         store.update_job(job_id, {"runs_done": 0 if need_ensemble else record["runs_total"]})
     return {"stages": stages, "runs": runs}
+
+
+def _needs(tasks) -> set:
+    """The artifacts that the core's stages run by ``tasks`` read."""
+    return {name for task in tasks for stage in sca.pipeline.parts(task) for name in stage.needs}
+
+
+def needed(store: Store, record: dict) -> list[str]:
+    """The core's stages a job must run: those with a stored artifact missing,
+    and those that read what a needed stage makes again."""
+    keys, tasks = artifact_keys(record), []
+    remade: set[str] = set()
+    for task in sca.pipeline.TASKS:
+        entries = sca.pipeline.parts(task)
+        makes = {name for stage in entries for name in stage.makes}
+        missing = any(not store.has(keys[name]) for stage in entries for name in stage.keeps)
+        if missing or remade & _needs([task]):
+            tasks.append(task)
+            remade |= makes
+    return tasks
 
 
 # -- the stages ----------------------------------------------------------------------------
@@ -181,55 +199,69 @@ def source_operator(store: Store, record: dict):
     return inputs.build_operator(record["kind"], arrays, record["source"], fitted)
 
 
-def balancing(store: Store, record: dict) -> None:
-    """Sinkhorn-Knopp: P = D S D, saved with its convergence figures."""
-    keys = artifact_keys(record)
-    S = source_operator(store, record)
-    balanced = sca.balance(S)
-    store.save_arrays(keys["P"], sca.operator_state(balanced.P))
-    store.save_json(keys["balance"], sca.balance_dict(balanced))
-
-
 def load_balanced(store: Store, record: dict):
     """The stored balanced operator P of a job (``P.unscaled()`` is S)."""
-    return sca.operator_from_state(store.load_arrays(artifact_keys(record)["P"]))
+    return load_kept(store, record, "P")
 
 
-def spectral(store: Store, record: dict) -> None:
-    """Eigenvalues of P and k (the user's, or from the job's k rule; on raw data
-    clustered by k-means, against reference data run through the same ensemble,
-    :func:`sca.pipeline.null_reference`)."""
-    keys = artifact_keys(record)
-    P = load_balanced(store, record)
-    o = record["options"]
-    reference = (
-        sca.pipeline.null_reference(record["source"], o, P.n, lambda: scaled_data(store, record))
-        if record["kind"] == "data"
-        else None
-    )
-    found = sca.spectrum(
-        P, seed=o["seed"], reference=reference, **{k: o[k] for k in SPECTRAL_OPTIONS}
-    )
-    store.save_json(keys["spectrum"], sca.spectrum_dict(found))
+#: How a job's artifacts that no stage of the core makes are read.
+LOADERS: dict[str, Callable] = {
+    "S": lambda store, record: source_operator(store, record),
+    "source": lambda store, record: record["source"] if record["kind"] == "data" else None,
+    "scaled": lambda store, record: scaled_data(store, record),
+}
 
 
-def iteration(store: Store, record: dict) -> None:
-    """The stochastic iteration; the result (with element indices) is cached."""
-    keys = artifact_keys(record)
-    P = load_balanced(store, record)
-    spec = store.load_json(keys["spectrum"])
-    o = record["options"]
-    spec, found = sca.iteration_dict(P, spec, {k: o[k] for k in ITERATION_OPTIONS})
-    result = sca.result_dict(P.unscaled(), P, store.load_json(keys["balance"]), spec, found)
-    store.save_json(keys["result"], jsonable(result))
+def load_kept(store: Store, record: dict, name: str):
+    """An artifact a stage of the core kept (:data:`KEPT`)."""
+    key = artifact_keys(record)[name]
+    if name in OPERATORS:
+        return sca.operator_from_state(store.load_arrays(key))
+    return store.load_json(key)
+
+
+def save_kept(store: Store, record: dict, name: str, value) -> None:
+    """Store an artifact a stage of the core keeps, for the stages after it."""
+    key = artifact_keys(record)[name]
+    if name in OPERATORS:
+        store.save_arrays(key, sca.operator_state(value))
+    else:
+        store.save_json(key, jsonable(value))
+
+
+class JobArtifacts(dict):
+    """A job's artifacts, each loaded from the store when a stage first reads it."""
+
+    def __init__(self, store: Store, record: dict):
+        super().__init__()
+        self.store, self.record = store, record
+
+    def __missing__(self, name: str):
+        load = LOADERS.get(name)
+        value = (
+            load_kept(self.store, self.record, name)
+            if load is None
+            else load(self.store, self.record)
+        )
+        self[name] = value
+        return value
+
+
+def run_stage(store: Store, record: dict, task: str) -> None:
+    """The core's stage ``task`` and those within it (:func:`sca.pipeline.parts`) on
+    the job's artifacts; what they keep is saved (:func:`save_kept`)."""
+    artifacts = JobArtifacts(store, record)
+    for stage in sca.pipeline.parts(task):
+        made = stage.run(artifacts, stage.read(record["options"]))
+        artifacts.update(made)
+        for name in stage.keeps:
+            save_kept(store, record, name, made[name])
 
 
 STAGE_FUNCTIONS: dict[str, Callable[..., None]] = {
     "ensemble": ensemble_run,
     "ensemble_collect": ensemble_collect,
-    "balancing": balancing,
-    "spectral": spectral,
-    "iteration": iteration,
+    **{task: partial(run_stage, task=task) for task in sca.pipeline.TASKS},
 }
 
 
@@ -281,7 +313,7 @@ def execute(store: Store, job_id: str, stage: str, *args) -> bool:
             if not store_full(exc):
                 raise
     events.stage_done(store, job_id, stage)
-    if stage == "iteration":  # succeeded only once its timing is recorded: a poll sees both
+    if stage == LAST:  # succeeded only once its timing is recorded: a poll sees both
         if store.update_job(job_id, {"status": "succeeded", "updated": now()}, expect=ACTIVE):
             events.finished(store, job_id, "succeeded")
     current = store.get_job(job_id)

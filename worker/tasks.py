@@ -7,7 +7,9 @@ sends) looks at the cache and enqueues what is left as a chain
     chord(group(sca.ensemble_run x r), sca.ensemble_collect) | sca.balance
         | sca.spectrum | sca.iterate
 
-(stages whose artifacts are cached are left out).  Only the chord's header
+(stages whose artifacts are cached are left out): a task per stage of the
+core's table (:data:`sca.pipeline.TASKS`), named as above, or ``sca.stage``
+with the stage's name for a stage without a name of its own.  Only the chord's header
 (``sca.ensemble_run``) keeps its results; every other task ignores them.  A task that finds its job
 cancelled or failed raises ``Ignore``, which stops the rest of the chain.
 
@@ -92,6 +94,13 @@ def iterate(self, job_id: str) -> dict:
     return _run_stage(self, job_id, "iteration")
 
 
+@app.task(name="sca.stage", bind=True, ignore_result=True)
+def run_stage(self, job_id: str, stage: str) -> dict:
+    """Any other stage of the core's table (:data:`sca.pipeline.STAGES`)."""
+    return _run_stage(self, job_id, str(stage))
+
+
+#: The stages with a task of their own name (deployments route and watch these).
 STAGE_TASKS = {"balancing": balance, "spectral": spectrum, "iteration": iterate}
 
 
@@ -103,8 +112,10 @@ def job_canvas(job_id: str, steps: dict):
             runs = steps["runs"]
             header = group(ensemble_run.si(job_id, i, run) for i, run in enumerate(runs))
             signatures.append(chord(header, ensemble_collect.si(job_id, len(runs))))
-        else:
+        elif stage in STAGE_TASKS:
             signatures.append(STAGE_TASKS[stage].si(job_id))
+        else:
+            signatures.append(run_stage.si(job_id, stage))
     return chain(*signatures) if signatures else None
 
 

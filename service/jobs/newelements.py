@@ -20,7 +20,7 @@ from flask import current_app
 import sca
 from sca.errors import SCAError
 from sca.newrows import check_new_data, check_new_labels, consensus_rows_each, neighbour_index
-from sca_worker.jobs import namer
+from sca.pipeline import namer
 from sca_worker.stages import job_scaling
 from sca_worker.store.keys import artifact_keys
 

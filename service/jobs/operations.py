@@ -3,17 +3,17 @@
 Job records, content hashes and artifact names come from :mod:`sca_worker.jobs`
 and :mod:`sca_worker.stages` (the service imports the worker, never the
 reverse).  Queries (custom clusters, similar elements) run here, in the API
-process, on the job's cached balanced operator: no stage is recomputed;
+process, on the job's cached balanced operator, through the core's query
+functions (:mod:`sca.pipeline.results`): no stage is recomputed;
 custom clusters run within the time budget of :mod:`.budget`.
 """
 
 from __future__ import annotations
 
-import numpy as np
 from flask import current_app
 
 import sca
-from sca.pipeline import check_ids, resolve_element
+from sca.pipeline import check_ids, custom_dict, resolve_element, similar_dict, with_ids
 from sca.spectral import check_spectrum_options
 from sca_worker import events
 from sca_worker import inputs as worker_inputs
@@ -23,12 +23,10 @@ from sca_worker.jobs import (
     SPECTRAL_OPTIONS,
     content_hashes,
     jsonable,
-    namer,
     new_job_id,
     new_record,
     normalise_options,
     now,
-    with_ids,
 )
 from sca_worker.problems import problem_for, store_full
 from sca_worker.stages import cache_hit, load_balanced
@@ -232,16 +230,7 @@ def custom_clusters(record: dict, request: dict) -> dict:
     found = current_app.extensions["sca_queries"].run(
         lambda deadline: sca.custom_cluster(P, index, k, deadline=deadline, **options)
     )
-    name = namer(ids)
-    return jsonable(
-        {
-            "element": name(index),
-            "cluster": [name(i) for i in found.cluster],
-            "ranked": [{"id": name(i), "score": s} for i, s in found.ranked],
-            "iterations": found.iterations,
-            "k": k,
-        }
-    )
+    return jsonable(custom_dict(found, k, ids))
 
 
 def similar(record: dict, element: str, method: str, limit: int) -> dict:
@@ -249,20 +238,8 @@ def similar(record: dict, element: str, method: str, limit: int) -> dict:
     succeeded(record)
     ids = job_ids(record["id"])
     index = _element(element, ids, record["n"])
-    name = namer(ids)
+    if method != "sca" and record["kind"] != "data":
+        raise invalid("method", f"{method} needs a job submitted with raw data")
     if method == "sca":
-        P = balanced(record)
-        unit = np.zeros(P.n)
-        unit[index] = 1.0
-        row = P.matmat(unit)
-        order = [int(i) for i in np.argsort(-row, kind="stable") if i != index][:limit]
-        ranked = [(i, float(row[i])) for i in order]
-    else:
-        if record["kind"] != "data":
-            raise invalid("method", f"{method} needs a job submitted with raw data")
-        ranked = sca.neighbours(_data(record), index, method, limit)
-    return {
-        "element": name(index),
-        "method": method,
-        "ranked": [{"id": name(i), "score": float(s)} for i, s in ranked],
-    }
+        return similar_dict(index, method, limit, ids, P=balanced(record))
+    return similar_dict(index, method, limit, ids, X=_data(record))

@@ -11,9 +11,11 @@ import hashlib
 import re
 
 import pytest
+import yaml
 
+from sca.pipeline import TASKS
 from tests.conftest import BASEBALL_BODY
-from tests.service.conftest import KEY_A, KEY_B, A, B, finished_job, problem
+from tests.service.conftest import KEY_A, KEY_B, SPEC_PATH, A, B, finished_job, problem
 
 NO_KEY = {}
 WRONG = {"Authorization": "Bearer wrong-key"}
@@ -141,3 +143,13 @@ def test_json_routes_keep_their_access_control(keyed, job_of_a):
     problem(keyed.delete(base, headers=NO_KEY), 401, "Authorization")
     problem(keyed.delete(base, headers=B), 404, "id")
     assert keyed.delete(base, headers=A).status_code == 204
+
+
+def test_the_page_and_the_api_list_every_stage_of_the_core(client):
+    """A stage added to the core's table (sca.pipeline.STAGES) needs its label on
+    the page (the page's script reads their order from it) and in the API's Stage."""
+    stages = ["ensemble", *TASKS]
+    html = client.get("/v1/jobs/anything/view").get_data(as_text=True)
+    assert re.findall(r'<li data-stage="([a-z_]+)"', html) == stages
+    spec = yaml.safe_load(SPEC_PATH.read_text())
+    assert spec["components"]["schemas"]["Stage"]["enum"] == [*stages, None]

@@ -134,6 +134,9 @@ def test_canvas_is_a_chain_with_a_chord():
     plain = tasks.job_canvas("j", {"stages": ["iteration"], "runs": []})
     assert _names(plain) == ["sca.iterate"]
     assert tasks.job_canvas("j", {"stages": [], "runs": []}) is None
+    # a stage of the core's table without a task of its own name
+    added = tasks.job_canvas("j", {"stages": ["balancing", "extra", "iteration"], "runs": []})
+    assert _names(added) == ["sca.balance", "sca.stage", "sca.iterate"]
 
 
 def test_celery_is_json_only_and_tasks_are_named():
@@ -161,3 +164,17 @@ def test_a_record_from_before_the_scale_option_runs_on_its_data_as_given(task_st
     assert scaled["hashes"]["input"] != record["hashes"]["input"]
     Z = stages.scaled_data(task_store, scaled)
     assert np.allclose(Z.mean(axis=0), 0) and np.allclose(Z.std(axis=0), 1)
+
+
+def test_plan_runs_again_the_stages_whose_artifacts_are_gone(task_store):
+    record = make_job(task_store)
+    _run_chain(record)
+    keys = artifact_keys(record)
+    other = make_job(task_store, options={"starts": 2})  # the same P and spectrum
+    assert stages.plan(task_store, other["id"])["stages"] == ["iteration"]
+    task_store.delete(keys["spectrum"])
+    assert stages.plan(task_store, other["id"])["stages"] == ["spectral", "iteration"]
+    task_store.delete(keys["balance"])
+    assert stages.plan(task_store, other["id"])["stages"] == ["balancing", "spectral", "iteration"]
+    _run_chain(other)
+    assert task_store.get_job(other["id"])["status"] == "succeeded"

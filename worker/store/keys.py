@@ -43,6 +43,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from sca.pipeline import TASKS, parts
+
 #: The family of job records (``job:<id>``), as the metrics count them.
 JOB = "job"
 
@@ -67,16 +69,18 @@ def chunk(name: str, index: int) -> str:
     return f"{name}:chunk:{index}"
 
 
+#: The content hash of each stage of the core, where it is not named as the stage.
+HASH_NAMES = {"balancing": "balance", "spectral": "spectrum", "iteration": "result"}
+
+
 def artifact_keys(record: Mapping) -> dict:
-    """Names of a job's artifacts, from its content hashes (see :mod:`sca_worker.jobs`)."""
+    """Names of a job's artifacts, from its content hashes (see :mod:`sca_worker.jobs`):
+    those of its input and ensemble, and each artifact a stage of the core keeps
+    (:data:`sca.pipeline.STAGES`), under the content hash of the stage that makes it."""
     h = record["hashes"]
-    return {
+    keys = {
         "input": f"input:{h['input']}",
         "op": f"op:{h['input']}",
-        "P": f"P:{h['balance']}",
-        "balance": f"balance:{h['balance']}",
-        "spectrum": f"spectrum:{h['spectrum']}",
-        "result": f"result:{h['result']}",
         "models": f"models:{h['input']}",
         # A data job's fitted scale (sca.inputs.Scaling), for its runs and new elements
         "scaling": f"scaling:{h['input']}",
@@ -84,6 +88,10 @@ def artifact_keys(record: Mapping) -> dict:
         # collects (and deletes) its own, never its twin's.
         "run": f"run:{h['input']}:{record['id']}:",
     }
+    for task in TASKS:
+        for stage in parts(task):
+            keys.update({name: f"{name}:{h[HASH_NAMES.get(task, task)]}" for name in stage.keeps})
+    return keys
 
 
 def element_ids(job_id: str) -> str:

@@ -1,0 +1,68 @@
+"""The whole algorithm: its stages declared once, and results as JSON-ready dicts.
+
+The command line, the estimator and the service's worker all run the table
+of stages of :mod:`sca.pipeline.stages` and shape their answers with
+:mod:`sca.pipeline.results`, so their results have the same shape.
+:mod:`sca.pipeline.source` reaches the consensus operator from the input.
+"""
+
+from .results import (
+    balance_dict,
+    check_ids,
+    custom_dict,
+    custom_result,
+    namer,
+    resolve_element,
+    result_dict,
+    similar_dict,
+    spectrum_dict,
+    timed,
+    with_ids,
+)
+from .source import RawData, build_operator, data_source, null_reference
+from .stages import (
+    DEFAULTS,
+    ITERATION_OPTIONS,
+    STAGES,
+    TASKS,
+    Stage,
+    cluster,
+    clustering,
+    iteration,
+    iteration_dict,
+    parts,
+    prepare,
+    run_stages,
+    walk,
+)
+
+__all__ = [
+    "DEFAULTS",
+    "ITERATION_OPTIONS",
+    "STAGES",
+    "TASKS",
+    "RawData",
+    "Stage",
+    "balance_dict",
+    "build_operator",
+    "check_ids",
+    "cluster",
+    "clustering",
+    "custom_dict",
+    "custom_result",
+    "data_source",
+    "iteration",
+    "iteration_dict",
+    "namer",
+    "null_reference",
+    "parts",
+    "prepare",
+    "resolve_element",
+    "result_dict",
+    "run_stages",
+    "similar_dict",
+    "spectrum_dict",
+    "timed",
+    "walk",
+    "with_ids",
+]

@@ -1,0 +1,236 @@
+"""Results and query answers as JSON-ready dicts, with element ids, shaped once.
+
+A clustering's result (:func:`result_dict`) is computed with 0-based element
+indices, which is how the service's worker stores it;
+:func:`with_ids` names the elements by their ids when a result is shown.
+The command line, :func:`sca.cluster`, the worker and the service all go
+through these functions, so every interface answers with the same shape:
+``k``, ``clusters`` (lists of ids, or 0-based indices without ids),
+``labels``, ``eigenvalues`` (descending), ``lambda2``, ``gap``,
+``balancing``, ``iterations``, ``uncoupling``, ``solutions``,
+``membership``, ``trace`` and, from the command line, per-stage ``timings``
+(seconds).
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Callable, Mapping
+from contextlib import contextmanager
+
+import numpy as np
+
+from ..custom import CustomResult, custom_cluster, neighbours, row_neighbours
+from ..diagnostics import confidence, uncoupling_measure
+from ..errors import SCAError
+
+
+@contextmanager
+def timed(timings: dict, stage: str):
+    """Add the seconds spent in the block to ``timings[stage]``."""
+    start = time.perf_counter()
+    yield
+    timings[stage] = timings.get(stage, 0.0) + time.perf_counter() - start
+
+
+def check_ids(ids, n: int):
+    """Element ids: n distinct strings (or None)."""
+    if ids is None:
+        return None
+    ids = [str(i) for i in ids]
+    if len(ids) != n:
+        raise SCAError(f"ids has {len(ids)} entries for n = {n} elements", "ids")
+    repeated = [i for i, count in Counter(ids).items() if count > 1]
+    if repeated:
+        raise SCAError(f"ids must be distinct; {repeated[0]!r} repeats", "ids")
+    return ids
+
+
+def resolve_element(element, ids, n: int) -> int:
+    """An element given by id (when ids exist) or by 0-based index."""
+    if ids is not None and str(element) in ids:
+        return ids.index(str(element))
+    try:
+        index = int(element)
+    except (TypeError, ValueError):
+        raise SCAError(f"no element {element!r}", "element") from None
+    if str(index) != str(element).strip() or not 0 <= index < n:
+        raise SCAError(f"no element {element!r}", "element")
+    return index
+
+
+def namer(ids: list | None) -> Callable:
+    """Element index -> the element's id (its index when there are no ids)."""
+    return (lambda i: ids[i]) if ids is not None else int
+
+
+def with_ids(result: Mapping, ids: list | None) -> dict:
+    """A result of :func:`result_dict` (element indices) with its clusters, and
+    those of its trace, as lists of element ids."""
+    out = dict(result)
+    if ids is None:
+        return out
+    name = namer(ids)
+    out["clusters"] = [[name(i) for i in members] for members in result["clusters"]]
+    if out.get("trace"):
+        out["trace"] = [
+            dict(
+                step,
+                clusters=None
+                if step.get("clusters") is None
+                else [[name(i) for i in members] for members in step["clusters"]],
+            )
+            for step in out["trace"]
+        ]
+    return out
+
+
+def balance_dict(balanced) -> dict:
+    """What the result reports of balancing (JSON-ready)."""
+    return {
+        "iterations": int(balanced.iterations),
+        "residual": float(balanced.residual),
+        "components": int(balanced.n_components),
+    }
+
+
+def spectrum_dict(spec) -> dict:
+    """What the result reports of the spectrum (JSON-ready; no gap is ``None``)."""
+    return {
+        "k": int(spec.k),
+        "eigenvalues": spec.eigenvalues.tolist(),
+        "lambda2": spec.lambda2,
+        "gap": None if np.isnan(spec.gap) else spec.gap,
+        "rule": spec.rule,
+        "k_hat": spec.k_hat,
+        "noise_floor": spec.floor,
+        "k_signal": spec.k_signal,
+        "structure": spec.structure,
+        "k_hat_capped": spec.capped,
+        "notes": list(spec.notes),
+        "k_candidates": list(spec.candidates),
+        "k_scores": {str(k): v for k, v in spec.scores.items()},
+    }
+
+
+def result_dict(
+    S, P, balance: dict, spectrum: dict, result, ids=None, timings: dict | None = None
+) -> dict:
+    """The JSON result of a clustering (same shape for the CLI and the service).
+
+    ``balance`` and ``spectrum`` are :func:`balance_dict` and
+    :func:`spectrum_dict` (a worker stores them between stages); the elements
+    are named by ``ids`` when given (:func:`with_ids`), and ``timings``
+    (seconds per stage) is reported when given.
+    """
+    labels = result.labels
+    order = np.argsort(labels, kind="stable")  # members of each cluster, ascending
+    bounds = np.cumsum(np.bincount(labels, minlength=int(labels.max()) + 1))[:-1]
+    clusters = [members.tolist() for members in np.split(order, bounds)]
+    with timed({} if timings is None else timings, "diagnostics"):
+        uncoupling = {"S": uncoupling_measure(S, labels), "P": uncoupling_measure(P, labels)}
+        firm = confidence(P, labels)
+    out = {
+        "n": S.n,
+        "k": spectrum["k"],
+        "clusters": clusters,
+        "labels": labels.tolist(),
+        "eigenvalues": list(spectrum["eigenvalues"]),
+        "lambda2": spectrum["lambda2"],
+        "gap": spectrum["gap"],
+        "rule": spectrum["rule"],
+        "k_hat": spectrum.get("k_hat", len(spectrum["eigenvalues"])),
+        "noise_floor": spectrum.get("noise_floor"),
+        "k_signal": spectrum.get("k_signal"),
+        "structure": spectrum.get("structure"),
+        "k_hat_capped": spectrum.get("k_hat_capped", False),
+        "notes": list(spectrum.get("notes", [])),
+        "k_candidates": list(spectrum.get("k_candidates", [])),
+        "k_scores": dict(spectrum.get("k_scores", {})),
+        "confidence": np.round(firm["elements"], 6).tolist(),
+        "cluster_confidence": np.round(firm["clusters"], 6).tolist(),
+        "cluster_uncoupling": np.round(firm["uncoupling"], 6).tolist(),
+        "balancing": dict(balance),
+        "iterations": result.iterations,
+        "uncoupling": uncoupling,
+        "solutions": [
+            {"labels": sol.tolist(), "frequency": freq} for sol, freq in result.solutions
+        ],
+        "failed_starts": result.failed_starts,
+        "rounds": result.rounds,
+    }
+    if ids is not None:
+        out["ids"] = list(ids)
+    if result.membership is not None:
+        out["membership"] = np.round(result.membership, 6).tolist()
+    if result.trace is not None:
+        out["trace"] = [
+            {
+                "t": step["t"],
+                "x": None if step["x"] is None else step["x"].tolist(),
+                "clusters": None
+                if step["labels"] is None
+                else [
+                    np.flatnonzero(step["labels"] == c).tolist()
+                    for c in range(int(step["labels"].max()) + 1)
+                ],
+            }
+            for step in result.trace
+        ]
+    if timings is not None:
+        out["timings"] = {stage: round(sec, 6) for stage, sec in timings.items()}
+    return with_ids(out, ids)
+
+
+def custom_dict(found: CustomResult, k: int, ids=None) -> dict:
+    """The JSON answer of a custom-cluster query (:func:`sca.custom_cluster`)."""
+    name = namer(ids)
+    return {
+        "element": name(found.element),
+        "cluster": [name(i) for i in found.cluster],
+        "ranked": [{"id": name(i), "score": s} for i, s in found.ranked],
+        "iterations": found.iterations,
+        "k": k,
+    }
+
+
+def custom_result(
+    P,
+    element,
+    ids=None,
+    k: int = 2,
+    min_size: int = 1,
+    max_size=None,
+    max_iterations: int = 1000,
+    X=None,
+    limit: int | None = None,
+) -> dict:
+    """The custom cluster of one element, plus raw-data neighbours when X is given."""
+    ids = check_ids(ids, P.n)
+    index = resolve_element(element, ids, P.n)
+    found = custom_cluster(P, index, k, min_size, max_size, max_iterations, limit)
+    out = custom_dict(found, k, ids)
+    if X is not None:
+        name = namer(ids)
+        for method in ("euclidean", "cosine"):
+            near = neighbours(X, index, method, limit or 6)
+            out[method] = [{"id": name(i), "score": s} for i, s in near]
+    return out
+
+
+def similar_dict(index: int, method: str, limit: int, ids=None, *, P=None, X=None) -> dict:
+    """The ``limit`` elements most similar to one, most similar first (ties in
+    index order): by the element's row of the balanced P for ``method``
+    ``"sca"`` (:func:`sca.custom.row_neighbours`), by raw data X for
+    ``"euclidean"`` and ``"cosine"`` (:func:`sca.neighbours`)."""
+    if method == "sca":
+        ranked = row_neighbours(P, index, limit)
+    else:
+        ranked = neighbours(X, index, method, limit)
+    name = namer(ids)
+    return {
+        "element": name(index),
+        "method": method,
+        "ranked": [{"id": name(i), "score": float(s)} for i, s in ranked],
+    }
