@@ -343,7 +343,7 @@ def execute(args) -> int:
     except SCAError as exc:
         print(f"sca {args.command}: {exc.line()}", file=sys.stderr)
         return 2
-    # dumps, not dump: only a one-shot encoding uses the C encoder (10x faster at large n)
+    # dumps, not dump: only a one-shot encoding uses the C encoder (much faster at large n)
     sys.stdout.write(json.dumps(out) + "\n")
     return 0
 
@@ -363,7 +363,7 @@ def main(argv=None) -> int:
     if argv is None:
         # The console script: the process ends with this command.  Its final
         # garbage collections would traverse every object of every module
-        # (0.3-0.5 s once scikit-learn and numba are loaded) to free memory the
+        # (once scikit-learn and numba are loaded, a noticeable pause) to free memory the
         # system takes back anyway; frozen objects are left out of them.
         gc.freeze()
     return status

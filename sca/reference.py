@@ -140,7 +140,7 @@ def reference_spectra(X, ensemble, seed: int = 0, draws: int | None = None) -> n
     count = reference_count(ensemble, X.shape[0])
     seeds = rng.integers(0, 2**32 - 1, size=DRAWS if draws is None else draws)
     # one BLAS thread, as for the ensemble's runs: small eigenproblems on cores the
-    # runs already fill (two BLAS threads on a loaded machine were a hundred times slower)
+    # runs already fill (two BLAS threads on a loaded machine oversubscribe its cores)
     with single_threaded():
         return np.array(
             [
