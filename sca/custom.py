@@ -108,30 +108,34 @@ def custom_cluster(
     x0[element, 0] = 1.0
     seen = {}
 
+    sizes: list[int] = []
+
     def within_bounds(labels, t):
         if labels is None or t == 0:
             return False
         size = int(np.sum(labels == labels[element]))
         seen["last"] = labels
+        sizes.append(size)
         return min_size <= size <= max_size
 
     runs, steps, _, Y = evolve(
         P, k, x0, 1, "gaps", 1, max_iterations, stop=within_bounds, deadline=deadline
     )
     if runs[0] is None:
-        missing = f"no cluster of element {element} with size in [{min_size}, {max_size}]"
+        field, why = _unmet(sizes, min_size, max_size, k)
+        missing = f"no cluster of the element with size in [{min_size}, {max_size}]"
         if steps < max_iterations:
             raise DeadlineExceeded(
                 f"{missing} in the {steps} of {max_iterations} iterations that fit in the "
-                f"time budget",
+                f"time budget{why}",
                 partial=seen.get("last"),
                 iterations=steps,
-                field="max_iterations",
+                field="max_iterations",  # the time budget ran out first: its steps are the limit
             )
         raise IterationError(
-            f"{missing} within {max_iterations} iterations",
+            f"{missing} within {max_iterations} iterations{why}",
             partial=seen.get("last"),
-            field="max_iterations",
+            field=field,
         )
     labels = runs[0]
     x = Y[:, 0]
@@ -146,6 +150,29 @@ def custom_cluster(
     top = order if limit is None else order[:limit]
     ranked = list(zip(top.tolist(), (1.0 - distance[top] / spread).tolist()))
     return CustomResult(element, members, ranked, steps)
+
+
+def _unmet(sizes: list[int], min_size: int, max_size: int, k: int) -> tuple[str, str]:
+    """Which size bound a custom clustering could not meet, and why in words: the
+    sizes its target's cluster took (Fig. 5.2 only coarsens and refines the split of
+    x_t, so the bounds, not the step count, are usually what to change)."""
+    if not sizes:
+        return "max_iterations", ""
+    low, high = min(sizes), max(sizes)
+    if low > max_size:
+        return "max_size", (
+            f": its cluster never had fewer than {low} elements (raise max_size, or split "
+            f"into more than k = {k} clusters)"
+        )
+    if high < min_size:
+        return "min_size", (
+            f": its cluster never had more than {high} elements (lower min_size, or split "
+            f"into fewer than k = {k} clusters)"
+        )
+    return "max_size", (
+        f": its cluster's size went from {low} to {high} elements without a step "
+        f"inside the bounds (widen them, or change k = {k})"
+    )
 
 
 def neighbours(X, element: int, method: str = "euclidean", limit: int | None = None):

@@ -42,7 +42,7 @@ import numpy as np
 
 from .custom import custom_cluster
 from .diagnostics import confidence
-from .errors import SCAError
+from .errors import IterationError, SCAError
 from .operators import ConsensusOperator
 
 
@@ -143,7 +143,11 @@ class Placement:
     ``similar`` the old elements ranked by their entry in that row
     (``(index, P'_entry)``, largest first), ``custom`` its custom cluster
     (:class:`sca.custom.CustomResult` on ``P'``, the new element as index n;
-    None when not asked for) and ``extension`` the extended scaling.
+    None when not asked for or not found) and ``extension`` the extended
+    scaling.  A custom cluster asked for but not found within its bounds (or
+    its time budget) leaves the rest of the answer whole: ``custom_unmet``
+    then says why, as :class:`sca.IterationError` did, and ``custom_field``
+    names the bound to change.
     """
 
     cluster: int
@@ -152,6 +156,8 @@ class Placement:
     similar: list
     custom: object
     extension: Extension
+    custom_unmet: str | None = None
+    custom_field: str | None = None
 
 
 def assign(labels, extension: Extension, typical=None) -> tuple[int, float, np.ndarray]:
@@ -208,8 +214,8 @@ def place(
     custom : bool
         Run the custom clustering (one product with P per step).
     deadline : float, optional
-        :func:`time.monotonic` instant for the custom clustering
-        (:class:`sca.DeadlineExceeded` past it).
+        :func:`time.monotonic` instant for the custom clustering (past it, the
+        answer says so in ``custom_unmet``).
     typical : array, optional
         The clusters' ``cluster_confidence`` (computed when not given).
     """
@@ -224,20 +230,25 @@ def place(
     cluster, firm, mass = assign(labels, ext, typical)
     top = _top(ext.row, limit)
     similar = [(int(i), float(ext.row[i])) for i in top]
-    found = None
+    found, unmet = None, None
     if custom:
         k = int(labels.max()) + 1 if k is None else k
-        found = custom_cluster(
-            BorderedOperator(P, ext.row, ext.corner),
-            n,
-            k,
-            min_size,
-            max_size,
-            max_iterations,
-            limit,
-            deadline,
-        )
-    return Placement(cluster, firm, mass, similar, found, ext)
+        try:
+            found = custom_cluster(
+                BorderedOperator(P, ext.row, ext.corner),
+                n,
+                k,
+                min_size,
+                max_size,
+                max_iterations,
+                limit,
+                deadline,
+            )
+        except IterationError as exc:
+            unmet = exc
+    if unmet is None:
+        return Placement(cluster, firm, mass, similar, found, ext)
+    return Placement(cluster, firm, mass, similar, None, ext, str(unmet), unmet.field)
 
 
 def _top(row: np.ndarray, limit: int | None) -> np.ndarray:

@@ -26,29 +26,11 @@ from sca_worker.store.keys import artifact_keys
 
 from ..backend import backend
 from ..errors import invalid
-from .operations import balanced, job_ids, succeeded
-
-
-def _state(record: dict) -> dict:
-    """What the queries on a job read besides P, in one entry of the operator cache
-    (so a few jobs' queries do not evict each other's operators): the job's labels,
-    k and clusters' confidence, then, filled in when first needed, the label of each
-    column of H, the ensemble's models, the data's fitted scale, a neighbour index or S's
-    largest diagonal entry."""
-
-    def load():
-        result = backend().store.load_json(artifact_keys(record)["result"])
-        return {
-            "labels": np.asarray(result["labels"], dtype=np.int64),
-            "k": int(result["k"]),
-            "typical": np.asarray(result["cluster_confidence"], dtype=float),
-        }
-
-    return backend().operators.get(f"placement:{artifact_keys(record)['result']}", load)
+from .operations import balanced, job_ids, job_state, succeeded
 
 
 def _lazy(record: dict, name: str, load):
-    state = _state(record)
+    state = job_state(record)
     if name not in state:
         state[name] = load()  # two threads may both load it: the same value
     return state[name]
@@ -161,12 +143,32 @@ def new_rows(record: dict, elements: list):
     return consensus_rows(record, balanced(record), elements)
 
 
+def _check_new_ids(elements, ids, n: int) -> None:
+    """A new element's ``id`` names it in the answer, beside the job's elements in
+    ``similar`` and custom clusters: one that is already the job's (its id, or its
+    index when the job has no ids) or another new element's would be ambiguous."""
+    taken = set(ids) if ids is not None else None
+    seen: dict = {}
+    for j, element in enumerate(elements):
+        own = element.get("id")
+        if own is None:
+            continue
+        if (own in taken) if taken is not None else (isinstance(own, int) and 0 <= own < n):
+            raise invalid(
+                f"elements[{j}].id",
+                f"{own!r} is already an element of the job: give a new element an id of its own",
+            )
+        if own in seen:
+            raise invalid(f"elements[{j}].id", f"{own!r} is also the id of elements[{seen[own]}]")
+        seen[own] = j
+
+
 def place(record: dict, request: dict, rows, selfs) -> dict:
     """Each new element's cluster among the job's, custom cluster and most similar
     elements, from their :func:`new_rows`."""
     ids = job_ids(record["id"])
     P = balanced(record)
-    state = _state(record)
+    state = job_state(record)
     labels, k, typical = state["labels"], state["k"], state["typical"]
     elements = request["elements"]
     options = {
@@ -176,6 +178,8 @@ def place(record: dict, request: dict, rows, selfs) -> dict:
     k = request.get("k") or k
     if k > P.n + 1:
         raise invalid("k", f"k must be at most n + 1 = {P.n + 1}")
+    if not request.get("persist"):  # a new version checks its ids as a job's (field ids)
+        _check_new_ids(elements, ids, P.n)
 
     def one(j, deadline):
         try:
@@ -215,6 +219,12 @@ def place(record: dict, request: dict, rows, selfs) -> dict:
                 + ([ids[i] for i in found.custom.cluster[1:]] if ids else found.custom.cluster[1:]),
                 "ranked": [{"id": name(i), "score": s} for i, s in found.custom.ranked],
                 "iterations": found.custom.iterations,
+                "k": k,
+            }
+        elif found.custom_unmet is not None:
+            answer["custom_cluster_unmet"] = {
+                "field": found.custom_field,
+                "detail": f"{own}: {found.custom_unmet}",
                 "k": k,
             }
         out.append(answer)

@@ -10,6 +10,7 @@ custom clusters run within the time budget of :mod:`.budget`.
 
 from __future__ import annotations
 
+import numpy as np
 from flask import current_app
 
 import sca
@@ -217,12 +218,30 @@ def _data(record: dict):
     return b.operators.get(key, lambda: b.store.load_arrays(key)["X"])
 
 
+def job_state(record: dict) -> dict:
+    """What the queries on a job read besides P, in one entry of the operator cache
+    (so a few jobs' queries do not evict each other's operators): the job's labels,
+    k (the default k of every query on the job) and clusters' confidence, then, filled
+    in when first needed, the label of each column of H, the ensemble's models, the
+    data's fitted scale, a neighbour index or S's largest diagonal entry."""
+
+    def load():
+        result = backend().store.load_json(artifact_keys(record)["result"])
+        return {
+            "labels": np.asarray(result["labels"], dtype=np.int64),
+            "k": int(result["k"]),
+            "typical": np.asarray(result["cluster_confidence"], dtype=float),
+        }
+
+    return backend().operators.get(f"placement:{artifact_keys(record)['result']}", load)
+
+
 def custom_clusters(record: dict, request: dict) -> dict:
     """The custom clustering algorithm (Fig. 5.2) on the job's balanced matrix."""
     succeeded(record)
     ids = job_ids(record["id"])
     index = _element(request["element"], ids, record["n"])
-    k = request.get("k") or stored(record, "spectrum")["k"]
+    k = request.get("k") or job_state(record)["k"]  # the job's k, as for new elements
     P = balanced(record)
     options = {
         option: request[option] for option in CUSTOM_OPTIONS if request.get(option) is not None

@@ -117,3 +117,15 @@ def test_custom_cluster_of_patient_2_on_an_nmf_k6_ensemble(leukemia_X):
     inside = [s for _, s in found.ranked[: size - 1]]
     outside = [s for _, s in found.ranked[size - 1 :]]
     assert inside == sorted(inside, reverse=True) and outside == sorted(outside, reverse=True)
+
+
+def test_unmet_bounds_name_the_bound_and_the_sizes_reached(baseball):
+    """The size bounds, not the step count, are what a caller should change: the
+    error names the bound and the sizes the target's cluster took."""
+    P = sca.balance(baseball).P
+    with pytest.raises(sca.IterationError, match=r"never had more than 3 elements") as info:
+        sca.custom_cluster(P, 0, 2, min_size=5, max_size=5, max_iterations=50)
+    assert info.value.field == "min_size" and "element 0" not in str(info.value)
+    with pytest.raises(sca.IterationError, match=r"never had fewer than 3 elements") as info:
+        sca.custom_cluster(P, 0, 2, min_size=1, max_size=2, max_iterations=50)
+    assert info.value.field == "max_size"

@@ -5,9 +5,18 @@ from __future__ import annotations
 import io
 import json
 
+import numpy as np
 import pytest
 
-from tests.conftest import BASEBALL_TEAMS, DATA, LEUKEMIA_PAPER, baseball_paper_ranking, wait_for
+from sca.planted import planted_runs, planted_truth
+from tests.conftest import (
+    BASEBALL_S,
+    BASEBALL_TEAMS,
+    DATA,
+    LEUKEMIA_PAPER,
+    baseball_paper_ranking,
+    wait_for,
+)
 from tests.service.conftest import finished_job
 
 
@@ -68,3 +77,57 @@ def test_patient_two_neighbours(client, leukemia_csv):
         out = client.get(f"{base}?method={method}&limit=6").get_json()
         assert out["element"] == "P2" and out["method"] == method
         assert [r["id"] for r in out["ranked"]] == [f"P{p}" for p in expected]
+
+
+def test_every_query_defaults_to_the_jobs_k(client):
+    """The job's k is the one the result reports: here the iteration chose 3 of the
+    spectrum's candidates 3 and 4, and a custom cluster and a new element's custom
+    cluster both split into 3 unless told otherwise."""
+    rng = np.random.default_rng(3)
+    labels = planted_runs(planted_truth(400, [1, 2, 3, 6], rng), 20, 0.6, rng)
+    posted = client.post("/v1/jobs", json={"labels": labels.tolist()})
+    job = wait_for(client.get, posted.get_json()["id"])
+    assert job["status"] == "succeeded"
+    result = job["result"]
+    assert (result["k"], result["k_signal"]) == (3, 4)  # the case this test is about
+    base = f"/v1/jobs/{job['id']}"
+    custom = client.post(f"{base}/custom-clusters", json={"element": 0, "max_size": 400})
+    assert custom.status_code == 200, custom.get_json()
+    assert custom.get_json()["k"] == 3
+    placed = client.post(
+        f"{base}/queries", json={"elements": [{"labels": labels[0].tolist()}], "max_size": 401}
+    )
+    assert placed.status_code == 200, placed.get_json()
+    assert placed.get_json()["elements"][0]["custom_cluster"]["k"] == 3
+
+
+def test_a_new_element_keeps_its_answer_when_its_custom_bounds_cannot_be_met(client, baseball):
+    """Placement and similar elements stay; the unmet custom cluster is explained
+    with the element's own id and the bound to change."""
+    body = {
+        "elements": [{"consensus": BASEBALL_S[0], "id": "newcomer"}],
+        "min_size": 5,
+        "max_size": 5,
+        "max_iterations": 50,
+    }
+    answer = client.post(f"{baseball}/queries", json=body)
+    assert answer.status_code == 200, answer.get_json()
+    element = answer.get_json()["elements"][0]
+    assert element["id"] == "newcomer" and element["similar"] and "cluster" in element
+    assert "custom_cluster" not in element
+    unmet = element["custom_cluster_unmet"]
+    assert unmet["field"] in ("min_size", "max_size") and unmet["k"] == 2
+    assert unmet["detail"].startswith("newcomer: no cluster of the element with size in [5, 5]")
+    assert "element 6" not in unmet["detail"]
+
+
+@pytest.mark.parametrize("given", ["Rose", "twice"])
+def test_a_new_elements_id_must_be_its_own(client, baseball, given):
+    elements = [{"consensus": BASEBALL_S[0], "id": "Rose" if given == "Rose" else "new"}]
+    if given == "twice":
+        elements.append({"consensus": BASEBALL_S[1], "id": "new"})
+    answer = client.post(f"{baseball}/queries", json={"elements": elements, "custom": False})
+    assert answer.status_code == 422
+    problem = answer.get_json()
+    field = "elements[0].id" if given == "Rose" else "elements[1].id"
+    assert field in problem["errors"], problem
