@@ -178,22 +178,26 @@ def _unmet(sizes: list[int], min_size: int, max_size: int, k: int) -> tuple[str,
 def neighbours(X, element: int, method: str = "euclidean", limit: int | None = None):
     """Nearest neighbours of one element of raw data, nearest first.
 
-    ``score`` is the 2-norm distance for ``"euclidean"`` and the cosine
-    similarity for ``"cosine"``; ties go to the lower index.
+    Returns ``(index, score, distance)`` triples.  ``score`` is a similarity in
+    [0, 1], larger nearer, for every method (as every ranked list of this package
+    is): ``1 - d / max d`` for ``"euclidean"`` (``d`` the 2-norm distance, the
+    farthest element at 0) and ``(1 + cos) / 2`` for ``"cosine"``; ``distance`` is
+    ``d``, and the cosine distance ``1 - cos``.  Ties go to the lower index.
     """
     X = check_data(X)
     element = _check_element(element, X.shape[0])
     if method not in METHODS:
         raise SCAError(f"method must be one of {METHODS}, got {method!r}", "method")
     if method == "euclidean":
-        score = np.linalg.norm(X - X[element], axis=1)
-        order = np.argsort(score, kind="stable")
+        distance = np.linalg.norm(X - X[element], axis=1)
+        score = 1.0 - distance / (distance.max() or 1.0)
     else:
         norms = np.linalg.norm(X, axis=1)
         norms[norms == 0] = 1.0
-        score = (X @ X[element]) / (norms * norms[element])
-        order = np.argsort(-score, kind="stable")
-    ranked = [(int(i), float(score[i])) for i in order if i != element]
+        cosine = np.clip((X @ X[element]) / (norms * norms[element]), -1.0, 1.0)
+        score, distance = (1.0 + cosine) / 2, 1.0 - cosine
+    order = np.argsort(distance, kind="stable")
+    ranked = [(int(i), float(score[i]), float(distance[i])) for i in order if i != element]
     return ranked if limit is None else ranked[:limit]
 
 

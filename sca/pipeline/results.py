@@ -215,7 +215,7 @@ def custom_result(
         name = namer(ids)
         for method in ("euclidean", "cosine"):
             near = neighbours(X, index, method, limit or 6)
-            out[method] = [{"id": name(i), "score": s} for i, s in near]
+            out[method] = [{"id": name(i), "score": s, "distance": d} for i, s, d in near]
     return out
 
 
@@ -224,13 +224,12 @@ def similar_dict(index: int, method: str, limit: int, ids=None, *, P=None, X=Non
     index order): by the element's row of the balanced P for ``method``
     ``"sca"`` (:func:`sca.custom.row_neighbours`), by raw data X for
     ``"euclidean"`` and ``"cosine"`` (:func:`sca.neighbours`)."""
-    if method == "sca":
-        ranked = row_neighbours(P, index, limit)
-    else:
-        ranked = neighbours(X, index, method, limit)
     name = namer(ids)
-    return {
-        "element": name(index),
-        "method": method,
-        "ranked": [{"id": name(i), "score": float(s)} for i, s in ranked],
-    }
+    if method == "sca":
+        ranked = [{"id": name(i), "score": float(s)} for i, s in row_neighbours(P, index, limit)]
+    else:
+        ranked = [
+            {"id": name(i), "score": s, "distance": d}
+            for i, s, d in neighbours(X, index, method, limit)
+        ]
+    return {"element": name(index), "method": method, "ranked": ranked}

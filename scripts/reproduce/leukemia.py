@@ -434,8 +434,8 @@ def k4_section(md: Markdown, s4, y3, seeds) -> None:
 
 def custom_section(md: Markdown, X, custom_rows):
     """(e) the custom cluster of patient 2; returns the 2-norm and cosine neighbours."""
-    neigh_e = [i + 1 for i, _ in sca.neighbours(X, 1, "euclidean", 6)]
-    neigh_c = [i + 1 for i, _ in sca.neighbours(X, 1, "cosine", 6)]
+    neigh_e = [i + 1 for i, *_ in sca.neighbours(X, 1, "euclidean", 6)]
+    neigh_c = [i + 1 for i, *_ in sca.neighbours(X, 1, "cosine", 6)]
     md("### (e) Custom cluster of patient 2 on S6 = NMF k = 6 × 100")
     md()
     md(

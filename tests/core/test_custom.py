@@ -3,6 +3,7 @@ Cluster for leukemia Patient 2")."""
 
 import time
 
+import numpy as np
 import pytest
 
 import sca
@@ -18,10 +19,23 @@ PAPER_CUSTOM = set(LEUKEMIA_PAPER["custom_cluster"])
 def test_leukemia_neighbours_of_patient_2_match_paper(leukemia_X):
     euclid = sca.neighbours(leukemia_X, 1, "euclidean", limit=6)
     cosine = sca.neighbours(leukemia_X, 1, "cosine", limit=6)
-    assert [i + 1 for i, _ in euclid] == PAPER_NEIGHBOURS["euclidean"]
-    assert [i + 1 for i, _ in cosine] == PAPER_NEIGHBOURS["cosine"]
-    assert [s for _, s in euclid] == sorted(s for _, s in euclid)
-    assert [s for _, s in cosine] == sorted((s for _, s in cosine), reverse=True)
+    assert [i + 1 for i, *_ in euclid] == PAPER_NEIGHBOURS["euclidean"]
+    assert [i + 1 for i, *_ in cosine] == PAPER_NEIGHBOURS["cosine"]
+    # distances grow down the list, scores (similarities in [0, 1]) fall, for both methods
+    for ranked in (euclid, cosine):
+        assert [d for *_, d in ranked] == sorted(d for *_, d in ranked)
+        assert [s for _, s, _ in ranked] == sorted((s for _, s, _ in ranked), reverse=True)
+        assert all(0 <= s <= 1 for _, s, _ in ranked)
+
+
+def test_every_neighbour_score_is_a_similarity_in_0_1(leukemia_X):
+    X = leukemia_X
+    far = sca.neighbours(X, 1, "euclidean")
+    assert far[-1][1] == 0.0 and 0 < far[0][1] <= 1  # the farthest element scores 0
+    d = np.linalg.norm(X - X[1], axis=1)
+    assert far[0][2] == pytest.approx(np.sort(d)[1])
+    cos = sca.neighbours(X, 1, "cosine", limit=3)
+    assert all(s == pytest.approx(1 - d / 2) for _, s, d in cos)
 
 
 def test_custom_cluster_within_bounds(baseball):

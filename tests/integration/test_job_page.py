@@ -328,6 +328,10 @@ def test_live_progress_by_stage(page, iris, streams):
         page.click("#ask")
         expect(page.locator("#answer-ranked tbody tr")).to_have_count(4)
         expect(page.locator("#answer-title")).to_contain_text("Most similar to 0 (euclidean)")
+        # similarities as percentages a clinician can read, nearest (largest) first
+        shown = page.locator("#answer-ranked tbody tr td:nth-child(3)").all_inner_texts()
+        values = [float(text.rstrip(" %")) for text in shown]
+        assert all(text.endswith(" %") for text in shown) and values == sorted(values, reverse=True)
 
         page.fill("#element", "Nobody")
         page.click("#ask")

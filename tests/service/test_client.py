@@ -67,7 +67,9 @@ def test_upload_sends_an_npy_file(url, iris):
     job.wait(timeout=60, interval=0.05)
     assert job.result()["k"] == 3
     ranked = job.similar(0, limit=3, method="euclidean")["ranked"]
-    assert len(ranked) == 3 and ranked[0]["score"] <= ranked[-1]["score"]
+    # a similarity in [0, 1] like every score, larger nearer; the distance beside it
+    assert len(ranked) == 3 and ranked[0]["score"] >= ranked[-1]["score"]
+    assert ranked[0]["distance"] <= ranked[-1]["distance"]
 
 
 def test_errors_are_typed_with_the_problem_fields(url):
