@@ -81,12 +81,18 @@ class NoiseFloor:
         """The threshold for λ2: the noise floor reported to users."""
         return float(self.floors[0])
 
+    def along(self, count: int) -> np.ndarray:
+        """The thresholds of the ``count - 1`` eigenvalues λ2 ... λ_count (the
+        last of :attr:`floors` stands for those beyond)."""
+        size = max(count - 1, 0)
+        return np.concatenate(
+            [self.floors, np.full(max(0, size - self.floors.size), self.floors[-1])]
+        )[:size]
+
     def signal(self, eigenvalues) -> int:
         """Eigenvalues above the floor, λ1 included, counted until the first below it."""
         values = np.asarray(eigenvalues, dtype=float)[1:]
-        floors = np.concatenate(
-            [self.floors, np.full(max(0, values.size - self.floors.size), self.floors[-1])]
-        )[: values.size]
+        floors = self.along(values.size + 1)
         below = np.flatnonzero(values <= floors)
         return 1 + (int(below[0]) if below.size else values.size)
 

@@ -153,8 +153,9 @@ def reference_spectra(X, ensemble, seed: int = 0, draws: int | None = None) -> n
 @dataclass(frozen=True)
 class ReferenceChoice:
     """k against the references: ``k``, ``k_signal`` (eigenvalues above the
-    references, λ1 included), ``floor`` (the threshold of λ2), the excess drop at
-    k and its size in the references' standard deviations (``z``), and ``notes``."""
+    references, λ1 included), ``floor`` (the threshold of λ2) and ``floors`` (that
+    of each eigenvalue from λ2 on), the excess drop at k and its size in the
+    references' standard deviations (``z``), and ``notes``."""
 
     k: int
     k_signal: int
@@ -162,6 +163,7 @@ class ReferenceChoice:
     drop: float
     z: float
     notes: tuple
+    floors: tuple = ()
 
 
 def reference_k(eigenvalues, references) -> ReferenceChoice:
@@ -188,6 +190,7 @@ def reference_k(eigenvalues, references) -> ReferenceChoice:
     below = np.flatnonzero(data[1:] <= threshold[1:])
     k_signal = 1 + (int(below[0]) if below.size else count - 1)
     floor = float(np.exp(threshold[1])) if count > 1 else 1.0
+    floors = tuple(float(f) for f in np.exp(threshold[1:]))
     excess = data - mean
     drops = excess[:-1] - excess[1:]  # drops[j - 1]: from λ_j to λ_(j+1)
     ref_drops = (refs - mean)[:, :-1] - (refs - mean)[:, 1:]
@@ -203,7 +206,7 @@ def reference_k(eigenvalues, references) -> ReferenceChoice:
                 f"ensemble gives on {refs.shape[0]} reference data sets with the data's spread "
                 f"and no clusters (mean {np.exp(mean[1]):.3f}, threshold {floor:.3f})"
             )
-            return ReferenceChoice(1, 1, floor, 0.0, 0.0, (note,))
+            return ReferenceChoice(1, 1, floor, 0.0, 0.0, (note,), floors)
         k = cliff + 1
         notes = [
             f"λ2 = {np.exp(data[1]):.3f} is no higher than on reference data without clusters, "
@@ -212,7 +215,7 @@ def reference_k(eigenvalues, references) -> ReferenceChoice:
             f"deviations: {k} groups that the coarse runs lump together in ever different ways"
         ]
         return ReferenceChoice(
-            k, k, floor, float(drops[cliff]), float(z_drops[cliff]), tuple(notes)
+            k, k, floor, float(drops[cliff]), float(z_drops[cliff]), tuple(notes), floors
         )
     # λ_(k_signal + 1) may still belong to the groups when it stands above the
     # references' mean, short of the margin: then the cut may fall after it
@@ -232,4 +235,4 @@ def reference_k(eigenvalues, references) -> ReferenceChoice:
         notes.append(
             f"the cut at k = {k} is not much clearer than at k = {runner}: both are plausible"
         )
-    return ReferenceChoice(k, k_signal, floor, drop, z, tuple(notes))
+    return ReferenceChoice(k, k_signal, floor, drop, z, tuple(notes), floors)

@@ -65,8 +65,11 @@ MIN_NULL_N = 30
 class SpectrumResult:
     """Eigenvalues used (descending), the chosen k, λ2 and the gap at k.
 
-    ``floor`` is the noise floor (``"noise"`` rule; None otherwise),
-    ``k_signal`` the number of eigenvalues above it, ``structure`` whether
+    ``floor`` is the noise floor (``"noise"`` rule; None otherwise) of λ2
+    and ``floors`` that of each eigenvalue from λ2 on (the null's j-th
+    eigenvalue bounds P's j-th, so the floor falls along the spectrum),
+    ``k_signal`` the number of eigenvalues above them, counted from λ1 until
+    the first below its floor, ``structure`` whether
     more than one is (None without a floor), ``k_hat`` the number of
     eigenvalues computed, ``capped`` whether k̂ stopped at its cap with every
     eigenvalue still above the floor, ``notes`` plain-words remarks, and
@@ -85,6 +88,7 @@ class SpectrumResult:
     notes: tuple = field(default=())
     candidates: tuple = field(default=())
     scores: dict = field(default_factory=dict)
+    floors: tuple = field(default=())
 
     @property
     def k_hat(self) -> int:
@@ -223,8 +227,19 @@ def spectrum(
         )
     gap = float(values[k - 1] - values[k]) if k < values.size else float("nan")
     lambda2 = float(values[1]) if values.size > 1 else float("nan")
+    floors = () if null is None else tuple(float(f) for f in null.along(values.size))
     return SpectrumResult(
-        values, int(k), lambda2, gap, rule, floor, k_signal, capped, tuple(notes), candidates
+        values,
+        int(k),
+        lambda2,
+        gap,
+        rule,
+        floor,
+        k_signal,
+        capped,
+        tuple(notes),
+        candidates,
+        floors=floors,
     )
 
 
@@ -244,7 +259,16 @@ def _against_reference(P, reference, k, k_hat, min_k, max_k) -> SpectrumResult:
     gap = float(values[k - 1] - values[k]) if k < values.size else float("nan")
     lambda2 = float(values[1]) if values.size > 1 else float("nan")
     return SpectrumResult(
-        values, int(k), lambda2, gap, "noise", choice.floor, choice.k_signal, False, tuple(notes)
+        values,
+        int(k),
+        lambda2,
+        gap,
+        "noise",
+        choice.floor,
+        choice.k_signal,
+        False,
+        tuple(notes),
+        floors=choice.floors,
     )
 
 

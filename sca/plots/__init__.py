@@ -97,7 +97,11 @@ def figure(name: str, result: dict | None, S=None, P=None, ids=None, custom=None
     labels = np.asarray(result["labels"])
     if name == "spectrum":
         return figures.spectrum(
-            result["eigenvalues"], int(result["k"]), result.get("gap"), result.get("rule", "gap")
+            result["eigenvalues"],
+            int(result["k"]),
+            result.get("gap"),
+            result.get("rule", "gap"),
+            result.get("noise_floors"),
         )
     if name == "trace":
         xs, steps, elements, computed = _trace_data(result, P, seed)

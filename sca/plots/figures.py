@@ -48,8 +48,13 @@ def _name(ids, i) -> str:
     return literal(ids[i]) if ids is not None else str(int(i))
 
 
-def spectrum(eigenvalues, k: int, gap, rule: str = "gap") -> Figure:
-    """Leading eigenvalues of P; the Perron cluster (first k) and the gap at k marked."""
+#: How the legend names each rule's choice of k.
+RULE_NAMES = {"gap": "largest gap", "perron": "Perron cluster", "noise": "noise floor"}
+
+
+def spectrum(eigenvalues, k: int, gap, rule: str = "gap", floors=None) -> Figure:
+    """Leading eigenvalues of P; the first k (chosen by ``rule``), the gap at k and,
+    for the ``"noise"`` rule, each eigenvalue's noise floor (``floors``, from λ2)."""
     values = np.asarray(eigenvalues, dtype=float)
     m = min(values.size, max(k + 8, 12), 40)
     shown = values[:m]
@@ -58,7 +63,20 @@ def spectrum(eigenvalues, k: int, gap, rule: str = "gap") -> Figure:
     ax = fig.add_subplot()
     ax.axvspan(0.5, k + 0.5, color="tab:blue", alpha=0.08, lw=0)
     ax.vlines(j, 0, shown, color="0.75", lw=1)
-    ax.plot(j[:k], shown[:k], "o", ms=8, color="tab:blue", label=f"Perron cluster (k = {k})")
+    rule_text = RULE_NAMES.get(rule, rule)
+    chosen = "Perron cluster" if rule == "perron" else f"λ1 … λ{k}"
+    ax.plot(j[:k], shown[:k], "o", ms=8, color="tab:blue", label=f"{chosen}: k = {k}")
+    if floors:
+        floor = np.asarray(floors, dtype=float)[: m - 1]
+        ax.step(
+            j[1 : floor.size + 1],
+            floor,
+            where="mid",
+            color="tab:orange",
+            lw=1.6,
+            ls="--",
+            label="noise floor (what chance alone gives)",
+        )
     if m > k:
         ax.plot(j[k:], shown[k:], "o", ms=7, mfc="white", mec="0.35", label="other eigenvalues")
     if gap is not None and k < m:
@@ -83,7 +101,6 @@ def spectrum(eigenvalues, k: int, gap, rule: str = "gap") -> Figure:
     ax.set_xticks(j if m <= 20 else j[::2])
     ax.set_xlabel("index j (eigenvalues in descending order)", fontsize=11)
     ax.set_ylabel("eigenvalue λj of P", fontsize=11)
-    rule_text = "largest gap" if rule == "gap" else rule
     ax.set_title(
         f"Spectrum of P: k = {k} clusters ({rule_text}); {m} of {values.size} eigenvalues shown",
         fontsize=12,

@@ -304,3 +304,33 @@ def test_trace_shades_the_steps_after_the_stop(baseball_run):
     assert corners[:, 0].min() == pytest.approx(stop)
     labels = [t.get_text() for t in ax.get_legend().get_texts()]
     assert "after the stop (not used)" in labels
+
+
+def test_spectrum_draws_each_eigenvalues_noise_floor_and_names_the_rule(iris):
+    """The noise rule's floor falls along the spectrum: the plot draws it, the
+    result reports it, and k_signal counts the eigenvalues above their own floors."""
+    X, _ = iris
+    result = sca.cluster(data=X, options={"seed": 0})
+    floors = result["noise_floors"]
+    assert result["rule"] == "noise" and floors and floors[0] == result["noise_floor"]
+    values = result["eigenvalues"]
+    above = [v > f for v, f in zip(values[1:], floors)]
+    assert above[: result["k_signal"] - 1] == [True] * (result["k_signal"] - 1)
+    assert result["k_signal"] - 1 == len(above) or not above[result["k_signal"] - 1]
+    ax = plots.figure("spectrum", result).axes[0]
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert any("noise floor" in label for label in labels)
+    assert not any("Perron" in label for label in labels)  # the noise rule, not the paper's
+    drawn = [line for line in ax.get_lines() if "noise floor" in str(line.get_label())]
+    assert len(drawn) == 1 and len(drawn[0].get_ydata()) >= 2
+
+
+def test_label_runs_report_their_floors_too():
+    rng = np.random.default_rng(0)
+    labels = np.repeat(np.arange(3), 40)[:, None] == np.arange(3)
+    runs = np.where(
+        rng.random((120, 20)) < 0.2, rng.integers(0, 3, (120, 20)), labels.argmax(1)[:, None]
+    )
+    result = sca.cluster(labels=runs)
+    assert result["k"] == 3 and len(result["noise_floors"]) >= 2
+    assert result["noise_floors"][0] == result["noise_floor"]
