@@ -320,6 +320,12 @@ def test_live_progress_by_stage(page, iris, streams):
         expect(ensemble).to_have_attribute("data-state", "done")
         expect(ensemble).to_contain_text("10/10 runs")
         _images_loaded(page)
+        # a cohort's page: the plots follow the summary, the element table scrolls in place
+        top = page.evaluate(
+            "document.querySelector('#plots-section').getBoundingClientRect().top + scrollY"
+        )
+        table = page.evaluate("document.querySelector('#elements-scroll').clientHeight")
+        assert top < 2500 and table < 600, (top, table)
 
         page.fill("#element", "0")
         page.select_option("#query-kind", "similar")
