@@ -23,7 +23,7 @@ from sca.cli import add_option_arguments
 from sca.errors import SCAError
 
 from . import client as c
-from .submit import add_service_arguments, client_missing
+from .submit import add_service_arguments, client_missing, no_url
 
 
 def add_query_command(sub) -> None:
@@ -87,7 +87,7 @@ def _elements(args) -> list:
 
 def run_query(args) -> int:
     """Carry out ``sca query``; prints the placements as JSON."""
-    missing = client_missing("query")
+    missing = client_missing("query") or no_url("query", args)
     if missing:
         return missing
     try:

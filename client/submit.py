@@ -37,8 +37,7 @@ def add_service_arguments(parser) -> None:
     parser.add_argument(
         "--url",
         default=os.environ.get("SCA_URL"),
-        required=not os.environ.get("SCA_URL"),
-        help="the service's base URL (default: $SCA_URL)",
+        help="the service's base URL (default: $SCA_URL; one of the two is needed)",
     )
     parser.add_argument(
         "--api-key",
@@ -103,9 +102,17 @@ def client_missing(command: str) -> int:
     return _fail(message, 2, command)
 
 
+def no_url(command: str, args) -> int:
+    """2 (after one line saying how to name the service) when there is no URL, else 0:
+    ``--url`` is optional in the usage because ``$SCA_URL`` may stand for it."""
+    if args.url:
+        return 0
+    return _fail("error [url]: no service URL: pass --url or set SCA_URL", 2, command)
+
+
 def run_submit(args) -> int:
     """Carry out ``sca submit``: 0 done, 1 job failed, 2 bad input, 3 service unreachable."""
-    missing = client_missing("submit")
+    missing = client_missing("submit") or no_url("submit", args)
     if missing:
         return missing
 

@@ -114,3 +114,18 @@ def test_serve_on_a_taken_port_says_so_in_one_line():
     assert done.returncode == 2
     assert done.stderr.startswith(f"sca serve: cannot listen on 127.0.0.1:{port}: ")
     assert done.stderr.count("\n") == 1 and "--port" in done.stderr, done.stderr
+
+
+@pytest.mark.parametrize("command", ["submit", "query"])
+def test_the_service_url_may_come_from_the_environment(monkeypatch, capsys, command):
+    monkeypatch.delenv("SCA_URL", raising=False)
+    with pytest.raises(SystemExit):
+        cli.main([command, "--help"])
+    usage = " ".join(capsys.readouterr().out.split())
+    assert "[--url URL]" in usage  # optional: $SCA_URL stands for it
+    args = [command, "--consensus", str(BASEBALL_CSV)]
+    if command == "query":
+        args = [command, "--job", "j", "--consensus", str(BASEBALL_CSV)]
+    assert cli.main(args) == 2
+    err = capsys.readouterr().err
+    assert err == f"sca {command}: error [url]: no service URL: pass --url or set SCA_URL\n"
