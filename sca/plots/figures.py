@@ -181,9 +181,11 @@ def trace(
     ax.set_xlabel("step t", fontsize=11)
     ax.set_ylabel(r"entry of $x_t$, standardised: $(x_t - 1/n)\,/\,\mathrm{sd}$", fontsize=11)
     n = labels.size
-    shown = "" if elements.size == n else f", {elements.size} of {n} elements"
+    shown = "" if elements.size == n else f"; {elements.size} shown"
     source = "; seeded start" if computed else ""
-    ax.set_title(
+    # over the figure, not the axes: the legend beside the axes narrows them, and a
+    # title centred on them ran off the figure's left edge
+    fig.suptitle(
         r"Evolution $x_t^T = x_{t-1}^T P$ by final cluster" + f" (n = {n}{shown}{source})",
         fontsize=12,
     )

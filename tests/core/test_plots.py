@@ -334,3 +334,19 @@ def test_label_runs_report_their_floors_too():
     result = sca.cluster(labels=runs)
     assert result["k"] == 3 and len(result["noise_floors"]) >= 2
     assert result["noise_floors"][0] == result["noise_floor"]
+
+
+def test_trace_title_stays_on_the_figure():
+    """A cohort's trace (a sample of its elements, a seeded start) has the longest
+    title; with the legend beside the axes it must still fit on the figure."""
+    rng = np.random.default_rng(0)
+    X = np.vstack([rng.normal(c, 1.0, (200, 5)) for c in (0, 6, 12)])
+    result = sca.cluster(data=X, options={"seed": 0})
+    S, _ = sca.pipeline.build_operator(data=X, seed=0)
+    fig = plots.figure("trace", result, P=sca.balance(S).P)
+    renderer = _extents(fig)
+    titles = [t for t in [fig._suptitle, *(a.title for a in fig.axes)] if t and t.get_text()]
+    assert titles and any("n = 600" in t.get_text() for t in titles)
+    for title in titles:
+        box = title.get_window_extent(renderer)
+        assert box.x0 >= 0 and box.x1 <= fig.bbox.width, (title.get_text(), box)
