@@ -149,6 +149,11 @@ def _expect_firmness(page, result) -> None:
     assert [float(t.rstrip(" %")) for t in cluster_firmness] == pytest.approx(
         [100 * c for c in result["cluster_confidence"]], abs=0.051
     )
+    # each cluster in plain words: its size and how firmly its members belong
+    words = page.locator("#clusters tbody td.words").all_inner_texts()
+    for text, members, firm in zip(words, result["clusters"], result["cluster_confidence"]):
+        assert text.startswith(f"{len(members)} elements, ") and "grouped" in text, text
+        assert ("firmly grouped" in text) == (firm >= 0.7), (text, firm)
 
 
 def test_no_cluster_structure_is_said_in_words(page):
