@@ -156,9 +156,18 @@ def _unmet(sizes: list[int], min_size: int, max_size: int, k: int) -> tuple[str,
     """Which size bound a custom clustering could not meet, and why in words: the
     sizes its target's cluster took (Fig. 5.2 only coarsens and refines the split of
     x_t, so the bounds, not the step count, are usually what to change)."""
-    if not sizes:
-        return "max_iterations", ""
+    if len(sizes) < 2:  # one step shows no trend: the cap may be all that stopped it
+        return "max_iterations", (
+            f": after {len(sizes)} step(s) its cluster had {sizes[0] if sizes else '?'} "
+            f"elements (allow more iterations, or change the bounds)"
+        )
     low, high = min(sizes), max(sizes)
+    first, last = sizes[0], sizes[-1]
+    if (low > max_size and last < first) or (high < min_size and last > first):
+        return "max_iterations", (
+            f": its cluster was still moving towards the bounds ({first} to {last} "
+            f"elements): allow more iterations"
+        )
     if low > max_size:
         return "max_size", (
             f": its cluster never had fewer than {low} elements (raise max_size, or split "
