@@ -29,26 +29,12 @@ from urllib.parse import quote
 from sca.options import one_input
 from sca.progress import StageProgress
 
-from .errors import (  # noqa: F401 (re-exported)
-    ERRORS,
-    BadRequest,
-    ClientError,
+from .errors import (
     Conflict,
-    Forbidden,
-    Gone,
-    InvalidInput,
     JobCancelled,
     JobFailed,
     NotFinished,
-    NotFound,
-    PayloadTooLarge,
-    ServerError,
-    ServiceError,
-    ServiceUnavailable,
     ServiceUnreachable,
-    TooManyRequests,
-    Unauthorized,
-    UnsupportedMediaType,
     WaitTimeout,
     error_for,
 )

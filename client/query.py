@@ -20,9 +20,10 @@ import sys
 
 from sca import options as registry
 from sca.cli import add_option_arguments
-from sca.errors import SCAError
+from sca.errors import SCAError, field_summary
 
-from . import client as c
+from .client import Client
+from .errors import ServiceError, ServiceUnreachable
 from .submit import add_service_arguments, client_missing, no_url
 
 
@@ -95,7 +96,7 @@ def run_query(args) -> int:
     except SCAError as exc:
         print(f"sca query: {exc.line()}", file=sys.stderr)
         return 2
-    api = c.Client(args.url, api_key=args.api_key)
+    api = Client(args.url, api_key=args.api_key)
     try:
         out = api.query(
             args.job,
@@ -107,11 +108,11 @@ def run_query(args) -> int:
             limit=args.limit,
             custom=False if args.no_custom else None,
         )
-    except c.ServiceUnreachable as exc:
+    except ServiceUnreachable as exc:
         print(f"sca query: cannot reach the service: {exc}", file=sys.stderr)
         return 3
-    except c.ServiceError as exc:
-        fields = "; ".join(f"{k}: {' '.join(v)}" for k, v in exc.errors.items())
+    except ServiceError as exc:
+        fields = field_summary(exc.errors)
         print(f"sca query: error {exc}" + (f" [{fields}]" if fields else ""), file=sys.stderr)
         return 2
     json.dump(out, sys.stdout)

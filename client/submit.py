@@ -24,10 +24,17 @@ from importlib.util import find_spec
 from pathlib import Path
 
 from sca import options as registry
-from sca.cli import add_input_arguments, add_option_arguments, given_options, read_inputs
-from sca.errors import SCAError
+from sca.cli import (
+    add_input_arguments,
+    add_option_arguments,
+    add_plot_arguments,
+    given_options,
+    read_inputs,
+)
+from sca.errors import SCAError, field_summary
 
-from . import client as c
+from .client import Client
+from .errors import JobCancelled, JobFailed, ServiceError, ServiceUnreachable, WaitTimeout
 
 CLIENT_EXTRA = "pip install 'stochastic-clustering[client]'"
 
@@ -72,13 +79,7 @@ def add_submit_command(sub) -> None:
         metavar="SECONDS",
         help="seconds to wait for the job (default: no limit)",
     )
-    out.add_argument("--plots", metavar="DIR", help="also save the job's plots in DIR")
-    out.add_argument(
-        "--plot-format",
-        choices=["png", "svg", "both"],
-        default="png",
-        help="format of the plots (default: png)",
-    )
+    add_plot_arguments(out, "also save the job's plots in DIR")
     p.set_defaults(run=run_submit)
 
 
@@ -126,7 +127,7 @@ def run_submit(args) -> int:
         kind = registry.one_input([name for name, value in inputs.items() if value is not None])
     except SCAError as exc:
         return _fail(exc.line(), 2)
-    api = c.Client(args.url, api_key=args.api_key)
+    api = Client(args.url, api_key=args.api_key)
     try:
         job = api.submit(
             **{kind: inputs[kind]},
@@ -142,16 +143,16 @@ def run_submit(args) -> int:
             document = job.wait(progress=True, timeout=args.timeout)
             if args.plots:
                 _save_plots(job, document, args.plots, args.plot_format)
-    except c.JobFailed as exc:
+    except JobFailed as exc:
         json.dump(exc.job, sys.stdout)
         sys.stdout.write("\n")
         return _fail(f"job failed: {exc}", 1)
-    except (c.JobCancelled, c.WaitTimeout) as exc:
+    except (JobCancelled, WaitTimeout) as exc:
         return _fail(str(exc), 1)
-    except c.ServiceUnreachable as exc:
+    except ServiceUnreachable as exc:
         return _fail(f"cannot reach the service: {exc}", 3)
-    except c.ServiceError as exc:
-        fields = "; ".join(f"{k}: {' '.join(v)}" for k, v in exc.errors.items())
+    except ServiceError as exc:
+        fields = field_summary(exc.errors)
         return _fail(f"error {exc}" + (f" [{fields}]" if fields else ""), 2)
     json.dump(document, sys.stdout)
     sys.stdout.write("\n")

@@ -142,10 +142,11 @@ def add_input_arguments(p: argparse.ArgumentParser) -> None:
     )
 
 
-def _add_plots(group) -> None:
-    group.add_argument(
-        "--plots", metavar="DIR", help="also save the plots (sca.plots) in DIR; needs matplotlib"
-    )
+def add_plot_arguments(
+    group, plots_help: str = "also save the plots (sca.plots) in DIR; needs matplotlib"
+) -> None:
+    """``--plots DIR`` and ``--plot-format``, for every command that saves plots."""
+    group.add_argument("--plots", metavar="DIR", help=plots_help)
     group.add_argument(
         "--plot-format",
         choices=["png", "svg", "both"],
@@ -171,7 +172,7 @@ def add_commands(sub) -> None:
         help="file of true labels (one per line, or CSV with a header): adds "
         "`evaluation` (errors, adjusted Rand index)",
     )
-    _add_plots(out)
+    add_plot_arguments(out)
     u = sub.add_parser(
         "custom",
         help="custom cluster of one element; prints JSON",
@@ -185,7 +186,7 @@ def add_commands(sub) -> None:
     add_option_arguments(
         u.add_argument_group("custom cluster"), registry.options_for("cli", "custom")
     )
-    _add_plots(u.add_argument_group("output"))
+    add_plot_arguments(u.add_argument_group("output"))
 
 
 def add_plugin_commands(sub, load=None) -> None:

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import requests
 
-from sca_client import client as c
+import sca_client as c
 from sca_worker.celery_app import create_celery
 from sca_worker.store import keys
 from tests.conftest import BASEBALL_BODY, BASEBALL_S, DATA, load_csv, wait_for

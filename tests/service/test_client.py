@@ -8,7 +8,7 @@ import json
 import numpy as np
 import pytest
 
-from sca_client import client as c
+import sca_client as c
 from sca_service import create_app
 from tests.conftest import (
     BASEBALL_CSV,

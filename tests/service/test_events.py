@@ -9,7 +9,7 @@ import time
 import pytest
 import requests
 
-from sca_client import client as c
+import sca_client as c
 from sca_client.events import parse
 from sca_service import create_app, front
 from tests.conftest import BASEBALL_BODY, Terminal

@@ -10,7 +10,7 @@ import time
 import numpy as np
 import requests
 
-from sca_client import client as c
+import sca_client as c
 from sca_service import create_app
 from tests.conftest import BASEBALL_BODY, BASEBALL_S, npy
 from tests.service.async_api import plant_pending

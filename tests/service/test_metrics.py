@@ -9,7 +9,7 @@ import time
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from sca_client import client as c
+import sca_client as c
 from sca_service import create_app
 from sca_service.cli import start_up_problem
 from sca_worker.metrics import ARTIFACT_KINDS, STATUSES
