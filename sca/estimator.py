@@ -26,7 +26,7 @@ from .clustering import DEFAULT_MAX_ITERATIONS, DEFAULT_STABLE, DEFAULT_STARTS
 from .diagnostics import confidence
 from .errors import SCAError
 from .iteration import check_iteration_options
-from .newrows import ensemble_rows, ensemble_state, neighbour_rows
+from .newrows import ensemble_rows, ensemble_state, neighbour_index, neighbour_rows
 from .options import OPTIONS, check
 from .pipeline import build_operator, run_stages
 from .placement import predict as place_rows
@@ -344,8 +344,6 @@ class StochasticClustering(ClusterMixin, BaseEstimator):
         if self.affinity == "labels":
             return build_operator(labels=X)[0], None, {}
         if self.affinity == "snn":
-            from sklearn.neighbors import NearestNeighbors
-
             kappa = (
                 min(DEFAULT_SNN_NEIGHBORS, X.shape[0] - 1)
                 if self.n_neighbors is None
@@ -354,8 +352,7 @@ class StochasticClustering(ClusterMixin, BaseEstimator):
             S, raw = build_operator(
                 data=X, snn={"kappa": kappa, "metric": self.metric}, scale=self.scale
             )
-            index = NearestNeighbors(metric=self.metric).fit(raw.scaled)
-            return S, raw, {"neighbours": index, "kappa": kappa}
+            return S, raw, {"neighbours": neighbour_index(raw.scaled, self.metric), "kappa": kappa}
         S, raw = build_operator(data=X, ensemble=self.ensemble, seed=seed, scale=self.scale)
         fitted = raw.fitted
         state = ensemble_state(
