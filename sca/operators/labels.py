@@ -16,8 +16,6 @@ whose chunks live on other machines (docs/scale.md).
 
 from __future__ import annotations
 
-from functools import cached_property
-
 import numpy as np
 import scipy.sparse as sp
 from scipy.sparse import csgraph
@@ -249,20 +247,37 @@ class LabelOperator(FactorOperator):
     def n_clusters(self) -> int:
         return int(self.groups[-1])
 
-    @cached_property
+    @property
     def H(self):
         """The sparse membership matrix, for the few uses not computed here."""
-        codes = np.asarray(self.codes)
-        index = np.int32 if self.n * self.spans.size < 2**31 else np.int64
-        indices = (codes.astype(index) + self.groups[:-1].astype(index)).ravel()
-        indptr = np.arange(0, indices.size + 1, self.spans.size, dtype=index)
-        return sp.csr_array(
-            (np.ones(indices.size), indices, indptr), shape=(self.n, self.n_clusters)
-        )
+        return self._membership[0]
+
+    @property
+    def _membership(self) -> tuple:
+        """``H`` and ``H^T`` as CSR arrays, built once for every scaling of these labels."""
+        if self._packings.membership is None:
+            codes = np.asarray(self.codes)
+            index = np.int32 if self.n * self.spans.size < 2**31 else np.int64
+            indices = (codes.astype(index) + self.groups[:-1].astype(index)).ravel()
+            indptr = np.arange(0, indices.size + 1, self.spans.size, dtype=index)
+            H = sp.csr_array(
+                (np.ones(indices.size), indices, indptr), shape=(self.n, self.n_clusters)
+            )
+            self._packings.membership = (H, H.T.tocsr())
+        return self._packings.membership
+
+    @property
+    def _sparse_products(self) -> bool:
+        """Whether products go through the sparse H: below
+        :data:`~sca.operators.kernels.COMPILED_MIN_ROWS` elements in memory, where
+        numpy's counts take a Python step for each group of runs and each column."""
+        return not is_dask(self.codes) and self.n < kernels.COMPILED_MIN_ROWS
 
     def _left(self, X):
         K, wide = self.n_clusters, self.wide
-        if wide is not None:  # column by column: one column's tables stay in cache
+        if self._sparse_products:
+            out = self._membership[1] @ X.reshape(self.n, -1)
+        elif wide is not None:  # column by column: one column's tables stay in cache
             columns = X.reshape(self.n, -1).T
             out = np.column_stack(
                 [wide.columns.T @ kernels.rvec(wide.codes, wide.binoff, x) for x in columns]
@@ -274,7 +289,9 @@ class LabelOperator(FactorOperator):
 
     def _right(self, Z):
         wide = self.wide
-        if wide is not None:
+        if self._sparse_products:
+            out = self._membership[0] @ Z.reshape(self.n_clusters, -1)
+        elif wide is not None:
             table = wide.columns @ Z.reshape(self.n_clusters, -1)
             out = kernels.mat_wide(wide.codes, wide.binoff, table)
         else:

@@ -116,12 +116,15 @@ class Packings:
         The row-major wide packing once :attr:`wide_known`; None where it does not pay.
     wide_known : bool
         Whether ``wide`` was decided.
+    membership : tuple of two scipy.sparse.csr_array, or None
+        ``H`` and ``H^T`` in CSR form, once built.
     """
 
     packed: dict[int, Packing] = field(default_factory=dict)
     marginals: dict[int, Marginals] = field(default_factory=dict)
     wide: Packing | None = None
     wide_known: bool = False
+    membership: tuple | None = None
 
 
 def grouped(spans: np.ndarray, limit: int) -> list[list[int]]:
