@@ -12,7 +12,9 @@ Validation happens here, once, at the boundary; the stages assume it.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any, NamedTuple
 
 import numpy as np
 import scipy.sparse as sp
@@ -338,3 +340,21 @@ def snn_operator(X, kappa: int, metric: str = "euclidean") -> FactoredOperator:
     A = A + sp.eye_array(n, format="csr")  # make sure g is in N_g
     A.data[:] = 1.0
     return FactoredOperator(A)
+
+
+class Similarity(NamedTuple):
+    """An input kind that is a similarity in itself: how to check it without
+    building its operator (returning the checked array, n rows first) and
+    how to build that operator."""
+
+    check: Callable[..., Any]
+    operator: Callable[..., Any]
+
+
+#: The input kinds that give S directly, by name (:data:`sca.options.INPUTS`):
+#: a consensus matrix (Sec. 2.2) and label runs (S = H H^T, Sec. 3).  Raw data
+#: reaches S through an ensemble or the SNN (:mod:`sca.pipeline.source`).
+SIMILARITIES = {
+    "consensus": Similarity(check_consensus, consensus_operator),
+    "labels": Similarity(check_labels, membership_operator),
+}

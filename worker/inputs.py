@@ -25,7 +25,8 @@ import scipy.sparse as sp
 
 import sca
 from sca.ensemble import check_ensemble_data, needs_nonnegative
-from sca.inputs import Scaling, check_consensus, check_labels, check_snn, fit_scaling
+from sca.inputs import SIMILARITIES, Scaling, check_snn, fit_scaling
+from sca.options import INPUT_KINDS
 
 #: The scale of a record written before the option existed: data as given.
 LEGACY_SCALE = "none"
@@ -65,8 +66,12 @@ def sparse_consensus(arrays: Mapping[str, np.ndarray]) -> sp.csr_array:
     return sp.coo_array((values.astype(float), (rows, cols)), shape=(n, n)).tocsr()
 
 
-def _consensus(arrays: Mapping[str, np.ndarray]):
-    return arrays["S"] if "S" in arrays else sparse_consensus(arrays)
+def _given(kind: str, arrays: Mapping[str, np.ndarray]):
+    """The similarity input of ``kind`` as it was given: its stored array, or a
+    sparse consensus rebuilt from its coordinates."""
+    if kind == "consensus" and INPUT_KINDS[kind].array not in arrays:
+        return sparse_consensus(arrays)
+    return arrays[INPUT_KINDS[kind].array]
 
 
 def validate(kind: str, arrays: Mapping[str, np.ndarray], source: Mapping) -> tuple[int, int]:
@@ -75,10 +80,8 @@ def validate(kind: str, arrays: Mapping[str, np.ndarray], source: Mapping) -> tu
     Returns ``(n, runs)``: the number of elements and of ensemble runs (0
     without an ensemble).  Raises :class:`sca.SCAError` naming the field at fault.
     """
-    if kind == "consensus":
-        return check_consensus(_consensus(arrays)).shape[0], 0
-    if kind == "labels":
-        return check_labels(arrays["labels"]).shape[0], 0
+    if kind in SIMILARITIES:
+        return SIMILARITIES[kind].check(_given(kind, arrays)).shape[0], 0
     if source.get("snn") is not None:
         snn = source["snn"]
         return check_snn(arrays["X"], snn["kappa"], snn.get("metric", "euclidean")).shape[0], 0
@@ -96,12 +99,11 @@ def scaling(X: np.ndarray, source: Mapping) -> Scaling:
 def build_operator(
     kind: str, arrays: Mapping[str, np.ndarray], source: Mapping, fitted: Scaling | None = None
 ):
-    """The similarity operator S of a consensus, labels or SNN input (an SNN's
+    """The similarity operator S of an input that gives it directly
+    (:data:`sca.inputs.SIMILARITIES`) or of an SNN input (an SNN's
     data scaled by ``fitted``, else by :func:`scaling`)."""
-    if kind == "consensus":
-        return sca.consensus_operator(_consensus(arrays))
-    if kind == "labels":
-        return sca.membership_operator(arrays["labels"])
+    if kind in SIMILARITIES:
+        return SIMILARITIES[kind].operator(_given(kind, arrays))
     if kind == "data" and source.get("snn") is not None:
         snn = source["snn"]
         X = arrays["X"]

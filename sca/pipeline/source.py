@@ -16,9 +16,9 @@ from .. import options as registry
 from ..ensemble import default_ensemble, ensemble_fit, needs_nonnegative
 from ..errors import SCAError
 from ..inputs import (
+    SIMILARITIES,
     Scaling,
     check_data,
-    consensus_operator,
     fit_scaling,
     membership_operator,
     snn_operator,
@@ -65,36 +65,32 @@ class RawData:
 def build_operator(
     data=None,
     ensemble=None,
-    consensus=None,
-    labels=None,
     snn=None,
     seed: int = 0,
     timings: dict | None = None,
     progress=None,
     scale: str | None = None,
+    **similarity,
 ):
     """Reach the consensus operator from exactly one input.
 
-    Raw data without ``ensemble`` or ``snn`` is clustered by
+    ``similarity`` is an input that gives S directly, by its kind's name
+    (:data:`sca.inputs.SIMILARITIES`: ``consensus=`` or ``labels=``).  Raw data
+    without ``ensemble`` or ``snn`` is clustered by
     :func:`sca.ensemble.default_ensemble`, after its columns are scaled by
     ``scale`` (the option's default when None; :func:`sca.inputs.fit_scaling`).
     Returns ``(operator, raw)``: raw is a :class:`RawData` for raw data (with
     the ensemble's models, a few centres a run, for new rows), else None.
     """
+    unknown = sorted(set(similarity) - set(SIMILARITIES))
+    if unknown:
+        raise TypeError(f"build_operator() got unexpected keyword arguments {unknown}")
     timings = {} if timings is None else timings
-    registry.one_input(
-        [
-            name
-            for name, value in (("data", data), ("consensus", consensus), ("labels", labels))
-            if value is not None
-        ]
-    )
-    if consensus is not None:
+    given = {"data": data, **similarity}
+    kind = registry.one_input([name for name, value in given.items() if value is not None])
+    if kind in SIMILARITIES:
         with timed(timings, "consensus"):
-            return consensus_operator(consensus), None
-    if labels is not None:
-        with timed(timings, "consensus"):
-            return membership_operator(labels), None
+            return SIMILARITIES[kind].operator(given[kind]), None
     X = check_data(data)
     source = data_source(X, ensemble, snn, scale)
     if snn is not None:

@@ -231,3 +231,49 @@ def place(record: dict, request: dict, rows, selfs) -> dict:
     # Native numbers throughout (a custom cluster can list thousands of ids), so no
     # walk through jsonable; the extension's figures are finite by construction.
     return {"job": record["id"], "n": P.n, "k": int(labels.max()) + 1, "elements": out}
+
+
+def appended_arrays(record: dict, elements: list, rows, selfs) -> dict:
+    """The job's input arrays with the new ``elements`` appended in its kind:
+    rows of data or of labels, or a consensus's new row and column (``rows``,
+    with ``selfs`` on the diagonal), for ``"persist": true``."""
+    kind = record["kind"]
+    arrays = dict(input_arrays(record))
+    if kind == "data":
+        values = [e["data"] for e in elements]
+        arrays["X"] = np.vstack([arrays["X"], data_matrix(record, values)])
+    elif kind == "labels":
+        runs = arrays["labels"].shape[1]
+        new = np.vstack(
+            [
+                check_new_labels(e["labels"], runs, f"elements[{i}].labels")
+                for i, e in enumerate(elements)
+            ]
+        )
+        arrays["labels"] = np.vstack([arrays["labels"], new.astype(arrays["labels"].dtype)])
+    else:
+        if len(elements) != 1:
+            raise invalid(
+                "persist",
+                "a consensus job takes one new element per persisted "
+                "query (the similarity between new elements is unknown)",
+            )
+        arrays = _consensus_appended(arrays, rows[:, 0], float(selfs[0]))
+    return arrays
+
+
+def _consensus_appended(arrays: dict, rows: np.ndarray, own: float) -> dict:
+    if "S" in arrays:
+        S = arrays["S"]
+        n = S.shape[0]
+        out = np.empty((n + 1, n + 1))
+        out[:n, :n], out[:n, n], out[n, :n], out[n, n] = S, rows, rows, own
+        return {"S": out}
+    n = int(arrays["n"])
+    near = np.flatnonzero(rows)
+    return {
+        "n": np.array(n + 1),
+        "rows": np.concatenate([arrays["rows"], near, np.full(near.size, n), [n]]),
+        "cols": np.concatenate([arrays["cols"], np.full(near.size, n), near, [n]]),
+        "values": np.concatenate([arrays["values"], rows[near], rows[near], [own]]),
+    }

@@ -12,6 +12,7 @@ limits (:func:`job_request_schema`, :func:`custom_cluster_schema`).
 from __future__ import annotations
 
 from functools import lru_cache
+from typing import Any
 
 from marshmallow import Schema, ValidationError, fields, validate, validates_schema
 
@@ -21,6 +22,13 @@ from sca.errors import SCAError
 from ..options import BaseSchema, StrictBoolean, schema_class
 
 INPUTS = registry.INPUT_NAMES
+
+
+#: One field for each input kind (:data:`sca.options.INPUTS`), its value checked by
+#: the core (:mod:`sca.inputs`): the base of the job and new-element schemas.
+InputsSchema: Any = BaseSchema.from_dict(
+    {name: fields.Raw() for name in INPUTS}, name="InputsSchema"
+)
 
 _LIMITS = ("SCA_MAX_K", "SCA_MAX_K_HAT", "SCA_MAX_ITERATIONS", "SCA_MAX_STARTS")
 
@@ -84,10 +92,7 @@ def custom_cluster_schema(config) -> Schema:
 def _schemas(*limits):
     OptionsSchema = schema_class("clustering", "job", dict(zip(_LIMITS, limits)), "OptionsSchema")
 
-    class JobRequestSchema(BaseSchema):
-        data = fields.Raw()
-        consensus = fields.Raw()
-        labels = fields.Raw()
+    class JobRequestSchema(InputsSchema):
         ensemble = fields.List(fields.Nested(EnsembleItemSchema), validate=validate.Length(min=1))
         snn = fields.Nested(SnnSchema)
         ids = fields.List(fields.Raw())
@@ -123,25 +128,21 @@ def job_request_schema(config) -> Schema:
 
 #: New elements placed by one ``POST /v1/jobs/{id}/queries`` (422 beyond).
 MAX_QUERY_ELEMENTS = 100
-NEW_ELEMENT_INPUTS = ("data", "labels", "consensus")
 
 
-class NewElementSchema(BaseSchema):
+class NewElementSchema(InputsSchema):
     """One new element, in its job's input kind: a row of ``data`` (features), its
     ``labels`` (one per run) or its ``consensus`` row (with ``self``, its own entry)."""
 
     id = fields.Raw(load_default=None, allow_none=True)
-    data = fields.Raw()
-    labels = fields.Raw()
-    consensus = fields.Raw()
     self = fields.Float(allow_none=True, validate=validate.Range(min=0, min_inclusive=False))
 
     @validates_schema
     def _check(self, data, **kwargs):
-        given = [name for name in NEW_ELEMENT_INPUTS if data.get(name) is not None]
+        given = [name for name in INPUTS if data.get(name) is not None]
         if len(given) != 1:
             raise ValidationError(
-                f"give exactly one of {', '.join(NEW_ELEMENT_INPUTS)} (got {given or 'none'})",
+                f"give exactly one of {', '.join(INPUTS)} (got {given or 'none'})",
                 "_schema",
             )
         for name in given:

@@ -5,7 +5,10 @@ import pytest
 import scipy.sparse as sp
 
 import sca
+from sca.inputs import SIMILARITIES
 from sca.io import read_matrix
+from sca.options import INPUT_NAMES
+from sca.pipeline import build_operator
 
 from .conftest import BASEBALL_S
 
@@ -154,3 +157,14 @@ def test_csv_that_is_not_comma_separated_numbers_is_named(text, words):
 def test_csv_of_one_column_and_a_header_still_reads():
     values, header = read_matrix(b"height\n1.5\n2.5\n", "X.csv", "data")
     assert header == ["height"] and values.ravel().tolist() == [1.5, 2.5]
+
+
+def test_every_input_kind_but_raw_data_gives_its_similarity_directly():
+    """Raw data reaches S through an ensemble or the SNN; every other kind
+    declared in the registry has its check and operator in one table."""
+    assert set(SIMILARITIES) == set(INPUT_NAMES) - {"data"}
+
+
+def test_build_operator_names_an_input_kind_it_does_not_know():
+    with pytest.raises(TypeError, match="graph"):
+        build_operator(graph=[[1.0]])
