@@ -72,7 +72,7 @@ NEAR = 0.8
 TINY = 1e-3
 #: Reference data sets have at most this many rows: P's spectrum depends on the
 #: shape of the data and on the ensemble, hardly on n once n is large.
-MAX_REFERENCE_N = 4000
+MAX_REFERENCE_N = 2000
 #: A reference is balanced to this tolerance (its eigenvalues move by about as much).
 BALANCE_TOL = 1e-6
 #: Eigenvalues compared past the ensemble's largest k.
