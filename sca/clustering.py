@@ -82,7 +82,7 @@ def iterate(
         dimension of the cluster structure once the uniform direction is
         removed.  Always 1 for ``"gaps"``.
     eps : float, optional
-        A random start within ``eps`` of uniform is redrawn (Sec. 4.1);
+        A random start within ``eps`` of uniform is redrawn (Sec. 4.2);
         default ``1e-3 / sqrt(n)``.
     reconsensus : bool, default False
         While the starts disagree, build the consensus of their solutions and

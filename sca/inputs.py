@@ -1,4 +1,4 @@
-"""Inputs that reach the consensus operator (Meyer & Wessell, Sec. 1 and 4.3).
+"""Inputs that reach the consensus operator (Meyer & Wessell, Sec. 1 and 4.4).
 
 * a precomputed consensus or similarity matrix S, dense or sparse;
 * ensemble label runs, giving the factored form S = H H^T;

@@ -1,4 +1,4 @@
-"""The iteration stage (Meyer & Wessell, Sec. 3, Fig. 3.1, and Sec. 4.1).
+"""The iteration stage (Meyer & Wessell, Sec. 3, Fig. 3.1, and Sec. 4.2).
 
 From a random probability vector ``x_0`` the algorithm tracks
 ``x_t^T = x_{t-1}^T P`` and, after each product, splits the sorted entries
@@ -197,7 +197,7 @@ class _KMeansSplit:
 
 
 def random_start(n: int, rng: np.random.Generator, eps: float) -> np.ndarray:
-    """A random probability vector at least ``eps`` (2-norm) from uniform (Sec. 4.1)."""
+    """A random probability vector at least ``eps`` (2-norm) from uniform (Sec. 4.2)."""
     for _ in range(_MAX_REDRAWS):
         x = rng.random(n)
         x /= x.sum()

@@ -83,7 +83,7 @@ class Stage:
 
 
 def _balancing(artifacts: Mapping, options: dict) -> dict:
-    """Sinkhorn-Knopp: P = D S D (Sec. 3.1)."""
+    """Sinkhorn-Knopp: P = D S D (Sec. 2.2)."""
     balanced = balance(
         artifacts["S"], tol=options["tol"], max_iter=options["balance_max_iterations"]
     )
@@ -91,7 +91,7 @@ def _balancing(artifacts: Mapping, options: dict) -> dict:
 
 
 def _spectral(artifacts: Mapping, options: dict) -> dict:
-    """Eigenvalues of P and k (Sec. 3.2): the user's, or by the k rule; on raw
+    """Eigenvalues of P and k (Sec. 2.4 and 3): the user's, or by the k rule; on raw
     data clustered by k-means, against reference data run through the same
     ensemble (:func:`sca.pipeline.null_reference`)."""
     P = artifacts["P"]
@@ -154,7 +154,7 @@ def _iteration(artifacts: Mapping, options: dict) -> dict:
 
 
 def _diagnostics(artifacts: Mapping, options: dict) -> dict:
-    """The result with its uncoupling measures and confidences (Sec. 4)."""
+    """The result with its uncoupling measures and confidences (Definition 2.7)."""
     P = artifacts["P"]
     result = result_dict(
         P.unscaled(), P, artifacts["balance"], artifacts["choice"], artifacts["iteration"]
