@@ -55,13 +55,18 @@ class Client:
     ----------
     url : str
         Base URL of the service.
-    timeout : float
+    timeout : float, default 30.0
         Seconds for each HTTP request.
     api_key : str, optional
         Sent as ``Authorization: Bearer <key>`` when the service asks for keys.
     headers : dict, optional
         Sent with every request (e.g. credentials).
     session : requests.Session, optional
+        The session the requests go through; a new one when None.
+
+    See Also
+    --------
+    Job : The handle :meth:`submit` returns.
     """
 
     def __init__(
@@ -84,7 +89,31 @@ class Client:
 
     # -- HTTP ------------------------------------------------------------------------------
     def request(self, method: str, path: str, **kwargs):
-        """One request; raises :class:`ServiceError` subclasses on error answers."""
+        """One request; raises :class:`ServiceError` subclasses on error answers.
+
+        Parameters
+        ----------
+        method : str
+            The HTTP method (``"GET"``, ``"POST"``, ...).
+        path : str
+            The path below the base URL (``"/v1/jobs"``).
+        **kwargs : dict, optional
+            Passed to ``requests.Session.request`` (``json``, ``params``,
+            ``headers``, ...); ``timeout`` defaults to the client's.
+
+        Returns
+        -------
+        requests.Response
+            The answer, of a status below 400.
+
+        Raises
+        ------
+        ServiceError
+            On an error answer, as the subclass of its status (:class:`NotFound`,
+            :class:`Unauthorized`, :class:`TooManyRequests`, ...).
+        ServiceUnreachable
+            When no HTTP answer came.
+        """
         import requests  # the client extra (see __init__)
 
         kwargs.setdefault("timeout", self.timeout)
@@ -97,6 +126,21 @@ class Client:
         return response
 
     def health(self) -> dict:
+        """The service's health (``GET /healthz``).
+
+        Returns
+        -------
+        dict
+            The health document.
+
+        Raises
+        ------
+        ServiceError
+            On an error answer, as the subclass of its status (:class:`NotFound`,
+            :class:`Unauthorized`, :class:`TooManyRequests`, ...).
+        ServiceUnreachable
+            When no HTTP answer came.
+        """
         return self.request("GET", "/healthz").json()
 
     # -- jobs ------------------------------------------------------------------------------
@@ -118,11 +162,52 @@ class Client:
 
         Arrays may be numpy arrays or nested lists.  ``upload=True`` sends
         the matrix as an ``.npy`` file (``multipart/form-data``), which is
-        much smaller than JSON for large inputs.  ``idempotency_key`` (any
-        text naming this submission, e.g. ``str(uuid.uuid4())``) makes sending
-        it again safe: the service answers a repeat with the first job, not a
-        second one; while the first is still being accepted (409) the request
-        is repeated after ``Retry-After`` for up to ``conflict_timeout`` seconds.
+        much smaller than JSON for large inputs.
+
+        Parameters
+        ----------
+        consensus : array_like of shape (n, n), optional
+            A consensus or similarity matrix.
+        data : array_like of shape (n, m), optional
+            Raw data, one row per element.
+        labels : array_like of int, shape (n, r), optional
+            Label runs, one column per clustering.
+        ensemble : list of dict, optional
+            With ``data``: the ensemble, ``[{"algorithm", "k", "runs"}, ...]``.
+        snn : int or dict, optional
+            With ``data``: the shared-nearest-neighbour measure's κ, or
+            ``{"kappa", "metric"}``.
+        ids : sequence of str, optional
+            The elements' names.
+        options : dict, optional
+            Clustering options (``k``, ``rule``, ``seed``, ...).
+        upload : bool, default False
+            Send the matrix as an ``.npy`` file rather than JSON.
+        idempotency_key : str, optional
+            Any text naming this submission (e.g. ``str(uuid.uuid4())``): it makes
+            sending it again safe, the service answering a repeat with the first
+            job, not a second one.
+        conflict_timeout : float, default 60.0
+            While the first request with the same ``idempotency_key`` is still
+            being accepted (409), the request is repeated after ``Retry-After``
+            for up to this many seconds.
+
+        Returns
+        -------
+        Job
+            The accepted job.
+
+        Raises
+        ------
+        sca.SCAError
+            With ``field="input"`` unless exactly one input is given.
+        InvalidInput
+            When the service refuses a value (422); ``errors`` names each field.
+        ServiceError
+            On an error answer, as the subclass of its status (:class:`NotFound`,
+            :class:`Unauthorized`, :class:`TooManyRequests`, ...).
+        ServiceUnreachable
+            When no HTTP answer came.
         """
         inputs = {
             name: value
@@ -156,16 +241,57 @@ class Client:
         return Job(self, accepted["id"], accepted)
 
     def list_jobs(self, limit: int = 10, starting_after: str | None = None) -> dict:
-        """One page of the caller's jobs, newest first (``GET /v1/jobs``):
-        ``{data, has_more, next_cursor, ...}``; ``data`` holds job documents
-        without their result."""
+        """One page of the caller's jobs, newest first (``GET /v1/jobs``).
+
+        Parameters
+        ----------
+        limit : int, default 10
+            Jobs per page.
+        starting_after : str, optional
+            The cursor of the page before (its ``next_cursor``).
+
+        Returns
+        -------
+        dict
+            ``{data, has_more, next_cursor, ...}``; ``data`` holds job documents
+            without their result.
+
+        Raises
+        ------
+        ServiceError
+            On an error answer, as the subclass of its status (:class:`NotFound`,
+            :class:`Unauthorized`, :class:`TooManyRequests`, ...).
+        ServiceUnreachable
+            When no HTTP answer came.
+        """
         params: dict[str, int | str] = {"limit": limit}
         if starting_after is not None:
             params["starting_after"] = starting_after
         return self.request("GET", "/v1/jobs", params=params).json()
 
     def jobs(self, page_size: int = 100, starting_after: str | None = None):
-        """Every job of the caller, newest first (an iterator over the pages)."""
+        """Every job of the caller, newest first (an iterator over the pages).
+
+        Parameters
+        ----------
+        page_size : int, default 100
+            Jobs fetched per request.
+        starting_after : str, optional
+            Start after this cursor.
+
+        Yields
+        ------
+        dict
+            Each job document, without its result.
+
+        Raises
+        ------
+        ServiceError
+            On an error answer, as the subclass of its status (:class:`NotFound`,
+            :class:`Unauthorized`, :class:`TooManyRequests`, ...).
+        ServiceUnreachable
+            When no HTTP answer came.
+        """
         while True:
             page = self.list_jobs(page_size, starting_after)
             yield from page["data"]
@@ -174,11 +300,41 @@ class Client:
             starting_after = page["next_cursor"]
 
     def job(self, job_id: str) -> Job:
-        """A handle on an existing job (no request is made)."""
+        """A handle on an existing job (no request is made).
+
+        Parameters
+        ----------
+        job_id : str
+            The job's id.
+
+        Returns
+        -------
+        Job
+            The handle.
+        """
         return Job(self, job_id)
 
     def status(self, job_id: str) -> dict:
-        """The job document (``GET /v1/jobs/{id}``)."""
+        """The job document (``GET /v1/jobs/{id}``).
+
+        Parameters
+        ----------
+        job_id : str
+            The job's id.
+
+        Returns
+        -------
+        dict
+            The job: ``status``, ``stage``, ``progress`` and, once succeeded, ``result``.
+
+        Raises
+        ------
+        ServiceError
+            On an error answer, as the subclass of its status (:class:`NotFound`,
+            :class:`Unauthorized`, :class:`TooManyRequests`, ...).
+        ServiceUnreachable
+            When no HTTP answer came.
+        """
         return self.request("GET", f"/v1/jobs/{quote(job_id, safe='')}").json()
 
     def wait(
@@ -192,14 +348,44 @@ class Client:
     ) -> dict:
         """Wait until the job leaves queued/running; returns the succeeded job document.
 
-        With ``progress`` a bar by stage is drawn on ``stream`` (standard
-        error) when it is a terminal.  ``events`` (default: ``progress``)
-        follows the job's Server-Sent Events (``GET /v1/jobs/{id}/events``)
-        rather than polling.  Polls are conditional (``If-None-Match``: an
-        unchanged job costs a 304 without a body, not counted against the
-        request rate) and follow the service's ``Retry-After`` (``interval``
-        when it sends none).  Raises :class:`JobFailed`, :class:`JobCancelled`
-        or :class:`WaitTimeout`.
+        Polls are conditional (``If-None-Match``: an unchanged job costs a 304
+        without a body, not counted against the request rate) and follow the
+        service's ``Retry-After`` (``interval`` when it sends none).
+
+        Parameters
+        ----------
+        job_id : str
+            The job's id.
+        progress : bool, default False
+            Draw a bar by stage on ``stream`` (standard error) when it is a terminal.
+        timeout : float, optional
+            Seconds to wait at most; None waits as long as the job runs.
+        interval : float, default 0.25
+            Seconds between polls when the service sends no ``Retry-After``.
+        stream : file-like, optional
+            Where the bar is drawn; standard error when None.
+        events : bool, optional
+            Follow the job's Server-Sent Events (``GET /v1/jobs/{id}/events``)
+            rather than polling; default: ``progress``.
+
+        Returns
+        -------
+        dict
+            The succeeded job's document, with its ``result``.
+
+        Raises
+        ------
+        JobFailed
+            When the job ended ``failed``; its fields are those of the job's ``error``.
+        JobCancelled
+            When the job was cancelled.
+        WaitTimeout
+            When ``timeout`` passed first.
+        ServiceError
+            On an error answer, as the subclass of its status (:class:`NotFound`,
+            :class:`Unauthorized`, :class:`TooManyRequests`, ...).
+        ServiceUnreachable
+            When no HTTP answer came.
         """
         bar = StageProgress(stream, enabled=None if progress else False)
         start = time.monotonic()
@@ -241,7 +427,32 @@ class Client:
         return job
 
     def result(self, job_id: str) -> dict:
-        """The result of a succeeded job (:class:`NotFinished` while it runs)."""
+        """The result of a succeeded job (:class:`NotFinished` while it runs).
+
+        Parameters
+        ----------
+        job_id : str
+            The job's id.
+
+        Returns
+        -------
+        dict
+            The job's result (``k``, ``clusters``, ``labels``, ...).
+
+        Raises
+        ------
+        NotFinished
+            While the job is queued or running.
+        JobFailed
+            When the job ended ``failed``.
+        JobCancelled
+            When the job was cancelled.
+        ServiceError
+            On an error answer, as the subclass of its status (:class:`NotFound`,
+            :class:`Unauthorized`, :class:`TooManyRequests`, ...).
+        ServiceUnreachable
+            When no HTTP answer came.
+        """
         job = self.status(job_id)
         if job["status"] in ACTIVE:
             raise NotFinished(job)
@@ -252,7 +463,26 @@ class Client:
         return job["result"]
 
     def cancel(self, job_id: str) -> dict | None:
-        """Cancel an active job (its document) or delete a finished one (None)."""
+        """Cancel an active job (its document) or delete a finished one (None).
+
+        Parameters
+        ----------
+        job_id : str
+            The job's id.
+
+        Returns
+        -------
+        dict or None
+            The cancelled job's document, or None when a finished job was deleted.
+
+        Raises
+        ------
+        ServiceError
+            On an error answer, as the subclass of its status (:class:`NotFound`,
+            :class:`Unauthorized`, :class:`TooManyRequests`, ...).
+        ServiceUnreachable
+            When no HTTP answer came.
+        """
         response = self.request("DELETE", f"/v1/jobs/{quote(job_id, safe='')}")
         return response.json() if response.status_code == 200 else None
 
@@ -267,7 +497,46 @@ class Client:
         k: int | None = None,
         limit: int | None = None,
     ) -> dict:
-        """The custom cluster of ``element`` (paper, Fig. 5.2)."""
+        """The custom cluster of ``element`` (paper, Fig. 5.2).
+
+        Parameters
+        ----------
+        job_id : str
+            The job's id.
+        element : str or int
+            The target element: its id, or its 0-based index.
+        min_size : int, default 1
+            The smallest size of the target's cluster.
+        max_size : int, optional
+            The largest size of the target's cluster (the service's default: n).
+        max_iterations : int, optional
+            The most steps (the service's default: 1000).
+        k : int, optional
+            Clusters per split (the service's default: the job's k).
+        limit : int, optional
+            Rank only the ``limit`` closest elements.
+
+        Returns
+        -------
+        dict
+            ``element``, ``cluster``, ``ranked``, ``iterations`` and ``k``, elements
+            named by the job's ids.
+
+        Raises
+        ------
+        InvalidInput
+            When no cluster of admissible size was found (422); ``errors`` names
+            the bound to change.
+        ServiceError
+            On an error answer, as the subclass of its status (:class:`NotFound`,
+            :class:`Unauthorized`, :class:`TooManyRequests`, ...).
+        ServiceUnreachable
+            When no HTTP answer came.
+
+        See Also
+        --------
+        sca.custom_cluster : The algorithm (Meyer & Wessell, Sec. 5.3).
+        """
         body = {
             "element": element,
             "min_size": min_size,
@@ -282,7 +551,34 @@ class Client:
         ).json()
 
     def similar(self, job_id: str, element, limit: int = 6, method: str = "sca") -> dict:
-        """The elements most similar to ``element``, most similar first."""
+        """The elements most similar to ``element``, most similar first.
+
+        Parameters
+        ----------
+        job_id : str
+            The job's id.
+        element : str or int
+            The element: its id, or its 0-based index.
+        limit : int, default 6
+            How many elements.
+        method : {"sca", "euclidean", "cosine"}, default "sca"
+            By the element's row of the balanced P (``"sca"``), or by the raw
+            data's 2-norm or cosine distance.
+
+        Returns
+        -------
+        dict
+            ``element``, ``method`` and ``ranked`` (``{"id", "score"}``, with
+            ``distance`` for raw data's methods).
+
+        Raises
+        ------
+        ServiceError
+            On an error answer, as the subclass of its status (:class:`NotFound`,
+            :class:`Unauthorized`, :class:`TooManyRequests`, ...).
+        ServiceUnreachable
+            When no HTTP answer came.
+        """
         path = f"/v1/jobs/{quote(job_id, safe='')}/elements/{quote(str(element), safe='')}/similar"
         return self.request("GET", path, params={"limit": limit, "method": method}).json()
 
@@ -300,12 +596,49 @@ class Client:
     ) -> dict:
         """Place new elements into a finished job (``POST /v1/jobs/{id}/queries``).
 
-        ``elements`` is a list of dicts in the job's input kind (``{"data": row}``,
-        ``{"labels": [...]}``, ``{"consensus": row, "self": s}``, each with an
-        optional ``"id"``), or, with ``kind`` ("data", "labels" or
-        "consensus"), a matrix with one new element per row.  Returns each
-        element's ``cluster`` among the job's, ``confidence``, ``similar``
-        elements and ``custom_cluster``; the job is not changed.
+        The job is not changed.
+
+        Parameters
+        ----------
+        job_id : str
+            The job's id.
+        elements : list of dict or array_like
+            A list of dicts in the job's input kind (``{"data": row}``,
+            ``{"labels": [...]}``, ``{"consensus": row, "self": s}``, each with an
+            optional ``"id"``), or, with ``kind``, a matrix with one new element
+            per row.
+        min_size : int, optional
+            The smallest size of each custom cluster.
+        max_size : int, optional
+            The largest size of each custom cluster.
+        max_iterations : int, optional
+            The most steps of each custom clustering.
+        k : int, optional
+            Clusters per split of the custom clustering.
+        limit : int, optional
+            Length of ``similar`` and of each custom cluster's ranking.
+        custom : bool, optional
+            Whether to run the custom clustering (the service's default: yes).
+        kind : {"data", "labels", "consensus"}, optional
+            With a kind, ``elements`` is a matrix with one new element per row.
+
+        Returns
+        -------
+        dict
+            Each element's ``cluster`` among the job's, ``confidence``, ``similar``
+            elements and ``custom_cluster``.
+
+        Raises
+        ------
+        ServiceError
+            On an error answer, as the subclass of its status (:class:`NotFound`,
+            :class:`Unauthorized`, :class:`TooManyRequests`, ...).
+        ServiceUnreachable
+            When no HTTP answer came.
+
+        See Also
+        --------
+        sca.place : How each element is placed.
         """
         if kind is not None:
             elements = [{kind: _listify(row)} for row in elements]
@@ -326,7 +659,34 @@ class Client:
         return self.request("POST", f"/v1/jobs/{quote(job_id, safe='')}/queries", json=body).json()
 
     def plot(self, job_id: str, name: str, fmt: str = "png", **query) -> bytes:
-        """A plot of a finished job as PNG or SVG bytes (``custom`` takes ``element=...``)."""
+        """A plot of a finished job as PNG or SVG bytes (``custom`` takes ``element=...``).
+
+        Parameters
+        ----------
+        job_id : str
+            The job's id.
+        name : {"spectrum", "trace", "consensus", "histogram", "membership", "custom"}
+            The plot.
+        fmt : {"png", "svg"}, default "png"
+            The image format.
+        **query : dict, optional
+            The ``custom`` plot's query: ``element`` and, optionally, ``min_size``,
+            ``max_size``, ``max_iterations``, ``k``, ``limit`` (None values are
+            left out).
+
+        Returns
+        -------
+        bytes
+            The image.
+
+        Raises
+        ------
+        ServiceError
+            On an error answer, as the subclass of its status (:class:`NotFound`,
+            :class:`Unauthorized`, :class:`TooManyRequests`, ...).
+        ServiceUnreachable
+            When no HTTP answer came.
+        """
         path = f"/v1/jobs/{quote(job_id, safe='')}/plots/{quote(name, safe='')}.{fmt}"
         params = {k: v for k, v in query.items() if v is not None}
         return self.request("GET", path, params=params).content
@@ -350,7 +710,26 @@ def _detail(job: dict) -> str:
 
 
 class Job:
-    """A submitted job: ``wait``, ``result`` and the queries on it."""
+    """A submitted job: ``wait``, ``result`` and the queries on it.
+
+    Each method is the :class:`Client` method of the same name for this job.
+
+    Parameters
+    ----------
+    client : Client
+        The client the job was submitted with.
+    job_id : str
+        The job's id.
+    accepted : dict, optional
+        The service's answer to the submission.
+
+    Attributes
+    ----------
+    id : str
+        The job's id.
+    accepted : dict
+        The service's answer to the submission (empty when not submitted here).
+    """
 
     def __init__(self, client: Client, job_id: str, accepted: dict | None = None):
         self.client = client
@@ -361,6 +740,21 @@ class Job:
         return f"Job({self.id!r})"
 
     def status(self) -> dict:
+        """The job document (``GET /v1/jobs/{id}``).
+
+        Returns
+        -------
+        dict
+            The job: ``status``, ``stage``, ``progress`` and, once succeeded, ``result``.
+
+        Raises
+        ------
+        ServiceError
+            On an error answer, as the subclass of its status (:class:`NotFound`,
+            :class:`Unauthorized`, :class:`TooManyRequests`, ...).
+        ServiceUnreachable
+            When no HTTP answer came.
+        """
         return self.client.status(self.id)
 
     def wait(
@@ -371,9 +765,69 @@ class Job:
         stream=None,
         events: bool | None = None,
     ) -> dict:
+        """Wait until the job leaves queued/running; returns the succeeded job document.
+
+        Parameters
+        ----------
+        progress : bool, default False
+            Draw a bar by stage on ``stream`` (standard error) when it is a terminal.
+        timeout : float, optional
+            Seconds to wait at most; None waits as long as the job runs.
+        interval : float, default 0.25
+            Seconds between polls when the service sends no ``Retry-After``.
+        stream : file-like, optional
+            Where the bar is drawn; standard error when None.
+        events : bool, optional
+            Follow the job's Server-Sent Events (``GET /v1/jobs/{id}/events``)
+            rather than polling; default: ``progress``.
+
+        Returns
+        -------
+        dict
+            The succeeded job's document, with its ``result``.
+
+        Raises
+        ------
+        JobFailed
+            When the job ended ``failed``; its fields are those of the job's ``error``.
+        JobCancelled
+            When the job was cancelled.
+        WaitTimeout
+            When ``timeout`` passed first.
+        ServiceError
+            On an error answer, as the subclass of its status (:class:`NotFound`,
+            :class:`Unauthorized`, :class:`TooManyRequests`, ...).
+        ServiceUnreachable
+            When no HTTP answer came.
+
+        See Also
+        --------
+        Client.wait : The same, by job id.
+        """
         return self.client.wait(self.id, progress, timeout, interval, stream, events)
 
     def result(self) -> dict:
+        """The result of the succeeded job (:class:`NotFinished` while it runs).
+
+        Returns
+        -------
+        dict
+            The job's result (``k``, ``clusters``, ``labels``, ...).
+
+        Raises
+        ------
+        NotFinished
+            While the job is queued or running.
+        JobFailed
+            When the job ended ``failed``.
+        JobCancelled
+            When the job was cancelled.
+        ServiceError
+            On an error answer, as the subclass of its status (:class:`NotFound`,
+            :class:`Unauthorized`, :class:`TooManyRequests`, ...).
+        ServiceUnreachable
+            When no HTTP answer came.
+        """
         return self.client.result(self.id)
 
     def custom_cluster(
@@ -385,19 +839,144 @@ class Job:
         k: int | None = None,
         limit: int | None = None,
     ) -> dict:
+        """The custom cluster of ``element`` (paper, Fig. 5.2).
+
+        Parameters
+        ----------
+        element : str or int
+            The target element: its id, or its 0-based index.
+        min_size : int, default 1
+            The smallest size of the target's cluster.
+        max_size : int, optional
+            The largest size of the target's cluster (the service's default: n).
+        max_iterations : int, optional
+            The most steps (the service's default: 1000).
+        k : int, optional
+            Clusters per split (the service's default: the job's k).
+        limit : int, optional
+            Rank only the ``limit`` closest elements.
+
+        Returns
+        -------
+        dict
+            ``element``, ``cluster``, ``ranked``, ``iterations`` and ``k``.
+
+        Raises
+        ------
+        InvalidInput
+            When no cluster of admissible size was found (422).
+        ServiceError
+            On an error answer, as the subclass of its status (:class:`NotFound`,
+            :class:`Unauthorized`, :class:`TooManyRequests`, ...).
+        ServiceUnreachable
+            When no HTTP answer came.
+
+        See Also
+        --------
+        Client.custom_cluster : The same, by job id.
+        """
         return self.client.custom_cluster(
             self.id, element, min_size, max_size, max_iterations, k, limit
         )
 
     def similar(self, element, limit: int = 6, method: str = "sca") -> dict:
+        """The elements most similar to ``element``, most similar first.
+
+        Parameters
+        ----------
+        element : str or int
+            The element: its id, or its 0-based index.
+        limit : int, default 6
+            How many elements.
+        method : {"sca", "euclidean", "cosine"}, default "sca"
+            By the element's row of the balanced P (``"sca"``), or by the raw
+            data's 2-norm or cosine distance.
+
+        Returns
+        -------
+        dict
+            ``element``, ``method`` and ``ranked``.
+
+        Raises
+        ------
+        ServiceError
+            On an error answer, as the subclass of its status (:class:`NotFound`,
+            :class:`Unauthorized`, :class:`TooManyRequests`, ...).
+        ServiceUnreachable
+            When no HTTP answer came.
+        """
         return self.client.similar(self.id, element, limit, method)
 
     def query(self, elements, **options) -> dict:
-        """New elements placed into this job (:meth:`Client.query`)."""
+        """New elements placed into this job (:meth:`Client.query`).
+
+        Parameters
+        ----------
+        elements : list of dict or array_like
+            The new elements, as for :meth:`Client.query`.
+        **options : dict, optional
+            ``min_size``, ``max_size``, ``max_iterations``, ``k``, ``limit``,
+            ``custom`` and ``kind``, as for :meth:`Client.query`.
+
+        Returns
+        -------
+        dict
+            Each element's ``cluster``, ``confidence``, ``similar`` elements and
+            ``custom_cluster``.
+
+        Raises
+        ------
+        ServiceError
+            On an error answer, as the subclass of its status (:class:`NotFound`,
+            :class:`Unauthorized`, :class:`TooManyRequests`, ...).
+        ServiceUnreachable
+            When no HTTP answer came.
+        """
         return self.client.query(self.id, elements, **options)
 
     def plot(self, name: str, fmt: str = "png", **query) -> bytes:
+        """A plot of the finished job as PNG or SVG bytes.
+
+        Parameters
+        ----------
+        name : {"spectrum", "trace", "consensus", "histogram", "membership", "custom"}
+            The plot.
+        fmt : {"png", "svg"}, default "png"
+            The image format.
+        **query : dict, optional
+            The ``custom`` plot's query: ``element`` and, optionally, ``min_size``,
+            ``max_size``, ``max_iterations``, ``k``, ``limit`` (None values are
+            left out).
+
+        Returns
+        -------
+        bytes
+            The image.
+
+        Raises
+        ------
+        ServiceError
+            On an error answer, as the subclass of its status (:class:`NotFound`,
+            :class:`Unauthorized`, :class:`TooManyRequests`, ...).
+        ServiceUnreachable
+            When no HTTP answer came.
+        """
         return self.client.plot(self.id, name, fmt, **query)
 
     def cancel(self) -> dict | None:
+        """Cancel the job while active (its document) or delete it once finished (None).
+
+        Returns
+        -------
+        dict or None
+            The cancelled job's document, or None when a finished job was deleted.
+
+        Raises
+        ------
+        ServiceError
+            On an error answer, as the subclass of its status (:class:`NotFound`,
+            :class:`Unauthorized`, :class:`TooManyRequests`, ...).
+        ServiceUnreachable
+            When no HTTP answer came.
+        """
         return self.client.cancel(self.id)

@@ -17,7 +17,41 @@ class ServiceUnreachable(ClientError):
 
 
 class ServiceError(ClientError):
-    """An error answer of the service, with the fields of its problem+json body."""
+    """An error answer of the service, with the fields of its problem+json body.
+
+    Each subclass stands for one status (:data:`ERRORS`) and takes the same
+    parameters.
+
+    Parameters
+    ----------
+    status : int
+        The HTTP status.
+    problem : dict, optional
+        The problem+json body (``type``, ``title``, ``detail``, ``errors``, ...).
+    response : requests.Response, optional
+        The answer itself.
+
+    Attributes
+    ----------
+    status : int
+        The HTTP status.
+    type : str
+        The problem's type (``"about:blank"`` when none).
+    title : str
+        The problem's title.
+    detail : str
+        The problem's detail.
+    errors : dict
+        The messages by field (422: ``InvalidInput``), else empty.
+    problem : dict
+        The whole problem+json body.
+    response : requests.Response or None
+        The answer itself.
+
+    See Also
+    --------
+    error_for : The subclass of a response.
+    """
 
     def __init__(self, status: int, problem: dict | None = None, response=None):
         problem = dict(problem or {})
@@ -48,8 +82,11 @@ class NotFound(ServiceError):
 
 
 class Conflict(ServiceError):
-    """409: the job has not succeeded (yet), or a request with the same
-    ``Idempotency-Key`` is still being accepted."""
+    """409: the job has not succeeded (yet), or an idempotent request is still being accepted.
+
+    The second case: a request with the same ``Idempotency-Key`` is still being
+    accepted.
+    """
 
 
 class Gone(ServiceError):
@@ -73,8 +110,10 @@ class TooManyRequests(ServiceError):
 
 
 class ServiceUnavailable(ServiceError):
-    """503: the service's store or broker is unreachable, or (custom clusters) it
-    already runs its most long queries; retry later."""
+    """503: the service's store or broker is unreachable, or it is too busy; retry later.
+
+    For custom clusters: it already runs its most long queries.
+    """
 
 
 class ServerError(ServiceError):
@@ -82,7 +121,19 @@ class ServerError(ServiceError):
 
 
 class JobFailed(ServiceError):
-    """The job ended ``failed``; the fields are those of the job's ``error``."""
+    """The job ended ``failed``; the fields are those of the job's ``error``.
+
+    Parameters
+    ----------
+    job : dict
+        The failed job's document; its ``error`` gives ``status`` (500 when
+        none) and the problem's fields.
+
+    Attributes
+    ----------
+    job : dict
+        The job's document.
+    """
 
     def __init__(self, job: dict):
         self.job = job
@@ -91,7 +142,18 @@ class JobFailed(ServiceError):
 
 
 class JobCancelled(ClientError):
-    """The job was cancelled before it finished."""
+    """The job was cancelled before it finished.
+
+    Parameters
+    ----------
+    job : dict
+        The job's document.
+
+    Attributes
+    ----------
+    job : dict
+        The job's document.
+    """
 
     def __init__(self, job: dict):
         self.job = job
@@ -99,7 +161,18 @@ class JobCancelled(ClientError):
 
 
 class NotFinished(ClientError):
-    """:meth:`Job.result` on a job still queued or running."""
+    """:meth:`Job.result` on a job still queued or running.
+
+    Parameters
+    ----------
+    job : dict
+        The job's document.
+
+    Attributes
+    ----------
+    job : dict
+        The job's document.
+    """
 
     def __init__(self, job: dict):
         self.job = job
@@ -126,7 +199,22 @@ ERRORS = {
 
 
 def error_for(response) -> ServiceError:
-    """The typed error of a non-2xx response."""
+    """The typed error of a non-2xx response.
+
+    A body that is not a problem+json object gives a problem of the response's
+    reason and (the first 500 characters of) its text.
+
+    Parameters
+    ----------
+    response : requests.Response
+        The error answer.
+
+    Returns
+    -------
+    ServiceError
+        The subclass of its status (:data:`ERRORS`), :class:`ServerError` for
+        another 5xx, :class:`ServiceError` itself for another status.
+    """
     try:
         problem = response.json()
     except ValueError:

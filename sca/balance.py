@@ -40,20 +40,28 @@ OVERRELAXATION = 1.4
 class BalanceResult:
     """Outcome of :func:`balance`.
 
-    Attributes
+    Parameters
     ----------
     P : ConsensusOperator
         ``D S D`` (the same matrix data as S, scaled lazily).
-    d : ndarray, shape (n,)
+    d : ndarray of shape (n,)
         Diagonal of D.
     iterations : int
+        The Sinkhorn-Knopp steps taken.
     residual : float
         ``max_i |(P e)_i - 1|``.
     converged : bool
+        Whether the residual reached the tolerance (or the rounding floor).
     n_components : int
         Connected components of the graph of S; more than one means S is
         uncoupled (Sec. 2.1) and each component is balanced on its own.
+        0 when not looked for.
     components : ndarray of int, shape (n,)
+        Each element's connected component.
+
+    See Also
+    --------
+    balance : Computes it.
     """
 
     P: ConsensusOperator

@@ -56,7 +56,7 @@ def iterate(
         Doubly stochastic, from :func:`sca.balance`.
     k : int
         Number of clusters.
-    seed : int
+    seed : int, default 0
         Seeds the random starts (and k-means).
     starts : int, default 1
         Independent random initial vectors (or blocks).
@@ -66,13 +66,13 @@ def iterate(
     max_iterations : int, default 1000
         Iteration cap; a start not stable by then is dropped and, if none is
         left, :class:`IterationError` is raised.
-    split : {"kmeans", "gaps"}
+    split : {"kmeans", "gaps"}, default "kmeans"
         ``"gaps"`` is the paper's cut at the k-1 largest gaps of one vector;
         ``"kmeans"`` clusters the rows of a block of ``block`` iterates
         (block power iteration with k-means on the rows: spectral clustering
         with the doubly stochastic normalisation, stopped early as power
         iteration clustering is; see :mod:`sca.iteration`).
-    trace : bool
+    trace : bool, default False
         Record x_t and its clusters per step for the first start (the
         paper's Table 3.1).
     x0 : array-like, optional
@@ -82,11 +82,36 @@ def iterate(
         dimension of the cluster structure once the uniform direction is
         removed.  Always 1 for ``"gaps"``.
     eps : float, optional
-        A random start within ``eps`` of uniform is redrawn (Sec. 4.1);
+        A random start within ``eps`` of uniform is redrawn (Sec. 4.2);
         default ``1e-3 / sqrt(n)``.
-    reconsensus : bool
+    reconsensus : bool, default False
         While the starts disagree, build the consensus of their solutions and
         cluster it again (at most 10 rounds).
+
+    Returns
+    -------
+    IterationResult
+        The most frequent solution as ``labels``, the distinct solutions with
+        their frequencies and, with several starts, the fuzzy membership.
+
+    Raises
+    ------
+    SCAError
+        When an option is invalid (``field`` names it, e.g. ``"options.k"``),
+        or ``x0`` is not a finite vector of length n (``"options.x0"``).
+    IterationError
+        When no start settled on a stable clustering within
+        ``max_iterations`` (``field="options.max_iterations"``).
+
+    See Also
+    --------
+    sca.spectrum : Chooses k.
+    gap_split : The paper's cut of one vector at its k-1 largest gaps.
+
+    References
+    ----------
+    .. [1] C. D. Meyer and C. D. Wessell, Stochastic Data Clustering, Sec. 3
+       (Fig. 3.1) and Sec. 4.1-4.3 (the initial probability vectors).
     """
     check_iteration_options(P, k, starts, stable, max_iterations, split)
     n = P.n

@@ -26,10 +26,27 @@ from .options import validate
 
 @dataclass(frozen=True)
 class CustomResult:
-    """The target's cluster (indices, target first), the other elements ranked
-    -- the cluster's members first, each part by closeness of its x_t entry to
-    the target's (``score`` in [0, 1], 1 = same entry) -- and the step at
-    which the cluster was found."""
+    """The target's cluster, the other elements ranked, and the step that found it.
+
+    The outcome of :func:`custom_cluster` (Sec. 5.3).
+
+    Parameters
+    ----------
+    element : int
+        Index of the target element.
+    cluster : list of int
+        The target's cluster (indices, target first).
+    ranked : list of (int, float)
+        The other elements as ``(index, score)`` -- the cluster's members
+        first, each part by closeness of its x_t entry to the target's
+        (``score`` in [0, 1], 1 = same entry).
+    iterations : int
+        The step at which the cluster was found.
+
+    See Also
+    --------
+    custom_cluster : Computes it.
+    """
 
     element: int
     cluster: list
@@ -60,6 +77,10 @@ def custom_cluster(
 ) -> CustomResult:
     """The custom clustering algorithm (Fig. 5.2).
 
+    The iteration starts from the unit vector of ``element``; after each
+    product it splits x_t as the SCA does and returns the element's cluster as
+    soon as its size is within the bounds.
+
     Parameters
     ----------
     P : ConsensusOperator
@@ -70,22 +91,42 @@ def custom_cluster(
         Clusters per split (the SCA's k); k = 1 (no cluster structure found)
         splits in two, since one cluster would always hold every element.
     min_size, max_size : int
-        Bounds on the size of the target's cluster (inclusive).
-    max_iterations : int
+        Bounds on the size of the target's cluster (inclusive); ``min_size``
+        defaults to 1, ``max_size`` to n.
+    max_iterations : int, default 1000
+        The most steps taken.
     limit : int, optional
         Rank only the ``limit`` closest elements (the cluster is always whole).
     deadline : float, optional
         A :func:`time.monotonic` instant after which no further step is
         taken: a caller's time budget (each step costs one product with P).
 
+    Returns
+    -------
+    CustomResult
+        The target's cluster, the ranked elements and the step that found it.
+
     Raises
     ------
+    SCAError
+        When ``element`` is no index of P (``field="element"``), or a bound,
+        ``k`` or ``limit`` is invalid (``field`` names it).
     IterationError
         No step within ``max_iterations`` gave a cluster of admissible size;
-        ``partial`` holds the last cluster seen.
+        ``partial`` holds the last cluster seen, and ``field`` the bound to
+        change (``"min_size"``, ``"max_size"`` or ``"max_iterations"``).
     DeadlineExceeded
         The same, but ``deadline`` came first; ``iterations`` holds the steps
         that fit.
+
+    See Also
+    --------
+    neighbours : The 2-norm and cosine nearest neighbours the paper compares with.
+
+    References
+    ----------
+    .. [1] C. D. Meyer and C. D. Wessell, Stochastic Data Clustering, Sec. 5.3,
+       Fig. 5.2.
     """
     n = P.n
     element = _check_element(element, n)
@@ -187,11 +228,41 @@ def _unmet(sizes: list[int], min_size: int, max_size: int, k: int) -> tuple[str,
 def neighbours(X, element: int, method: str = "euclidean", limit: int | None = None):
     """Nearest neighbours of one element of raw data, nearest first.
 
-    Returns ``(index, score, distance)`` triples.  ``score`` is a similarity in
-    [0, 1], larger nearer, for every method (as every ranked list of this package
-    is): ``1 - d / max d`` for ``"euclidean"`` (``d`` the 2-norm distance, the
-    farthest element at 0) and ``(1 + cos) / 2`` for ``"cosine"``; ``distance`` is
-    ``d``, and the cosine distance ``1 - cos``.  Ties go to the lower index.
+    ``score`` is a similarity in [0, 1], larger nearer, for every method (as
+    every ranked list of this package is): ``1 - d / max d`` for
+    ``"euclidean"`` (``d`` the 2-norm distance, the farthest element at 0) and
+    ``(1 + cos) / 2`` for ``"cosine"``; ``distance`` is ``d``, and the cosine
+    distance ``1 - cos``.  Ties go to the lower index.
+
+    Parameters
+    ----------
+    X : array_like of shape (n, features)
+        The raw data, one row per element.
+    element : int
+        Index of the target element.
+    method : {"euclidean", "cosine"}, default "euclidean"
+        The distance.
+    limit : int, optional
+        Return only the ``limit`` nearest.
+
+    Returns
+    -------
+    list of (int, float, float)
+        ``(index, score, distance)`` triples, nearest first, without the element.
+
+    Raises
+    ------
+    SCAError
+        When ``X`` is not finite numeric data (``field="data"``), ``element``
+        is no row of it (``"element"``) or ``method`` is unknown (``"method"``).
+
+    See Also
+    --------
+    custom_cluster : The custom cluster the paper's table compares these with.
+
+    References
+    ----------
+    .. [1] C. D. Meyer and C. D. Wessell, Stochastic Data Clustering, Sec. 5.3.
     """
     X = check_data(X)
     element = _check_element(element, X.shape[0])

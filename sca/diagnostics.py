@@ -18,7 +18,34 @@ from .operators import ConsensusOperator
 
 
 def uncoupling_measure(S: ConsensusOperator, labels) -> float:
-    """σ of the partition ``labels`` for S (or P): off-block weight / total weight."""
+    """The uncoupling measure σ of the partition ``labels`` for S (or P).
+
+    σ is the off-block weight over the total weight,
+    ``1 - Σ_c e_c^T S e_c / e^T S e``: Definition 2.7 generalised from two
+    blocks to k clusters.
+
+    Parameters
+    ----------
+    S : ConsensusOperator
+        The consensus matrix, or P.
+    labels : array_like of int, shape (n,)
+        Each element's cluster, ``0 .. k - 1``.
+
+    Returns
+    -------
+    float
+        The measure σ, in [0, 1]; 0 when the total weight is zero.
+
+    Raises
+    ------
+    SCAError
+        With ``field="labels"`` when ``labels`` is not of length n.
+
+    References
+    ----------
+    .. [1] C. D. Meyer and C. D. Wessell, Stochastic Data Clustering, Sec. 2.3,
+       Definition 2.7 and Theorem 2.8.
+    """
     labels = np.asarray(labels)
     if labels.shape != (S.n,):
         raise SCAError(f"labels must have length n = {S.n}", "labels")
@@ -56,10 +83,21 @@ def confidence(P: ConsensusOperator, labels) -> dict:
 def matching(labels, reference) -> np.ndarray:
     """Best one-to-one matching of the clusters of ``labels`` to those of ``reference``.
 
-    Both are 0-based integer labels of the same elements.  Returns ``mapping``
-    with ``mapping[c]`` the reference cluster matched to cluster ``c`` (or -1
-    when ``labels`` has more clusters), maximising the total overlap
+    The matching maximises the total overlap
     (``scipy.optimize.linear_sum_assignment``).
+
+    Parameters
+    ----------
+    labels : array_like of int, shape (n,)
+        0-based integer labels.
+    reference : array_like of int, shape (n,)
+        0-based integer labels of the same elements.
+
+    Returns
+    -------
+    ndarray of int
+        The mapping: ``mapping[c]`` is the reference cluster matched to cluster ``c`` (or -1
+        when ``labels`` has more clusters).
     """
     from scipy.optimize import linear_sum_assignment  # scipy.optimize is slow to import
 
@@ -73,7 +111,29 @@ def matching(labels, reference) -> np.ndarray:
 
 
 def clustering_errors(labels, truth) -> int:
-    """Misclustered elements under the best one-to-one matching of clusters."""
+    """Misclustered elements under the best one-to-one matching of clusters.
+
+    Parameters
+    ----------
+    labels : array_like, shape (n,)
+        A clustering (any labels).
+    truth : array_like, shape (n,)
+        The true classes of the same elements (any labels).
+
+    Returns
+    -------
+    int
+        The number of elements whose cluster is not matched to their class.
+
+    Raises
+    ------
+    SCAError
+        With ``field="truth"`` when ``labels`` and ``truth`` differ in length.
+
+    See Also
+    --------
+    matching : The matching used.
+    """
     labels, truth = np.asarray(labels), np.asarray(truth)
     if labels.shape != truth.shape:
         raise SCAError("labels and truth differ in length", "truth")
@@ -83,7 +143,26 @@ def clustering_errors(labels, truth) -> int:
 
 
 def evaluate(labels, truth) -> dict:
-    """Error count under the best matching and adjusted Rand index."""
+    """Error count under the best matching and adjusted Rand index.
+
+    Parameters
+    ----------
+    labels : array_like, shape (n,)
+        A clustering (any labels).
+    truth : array_like, shape (n,)
+        The true classes of the same elements (any labels).
+
+    Returns
+    -------
+    dict
+        ``errors`` (int, :func:`clustering_errors`) and ``ari`` (float,
+        scikit-learn's ``adjusted_rand_score``).
+
+    Raises
+    ------
+    SCAError
+        With ``field="truth"`` when ``labels`` and ``truth`` differ in length.
+    """
     from sklearn.metrics import adjusted_rand_score
 
     return {

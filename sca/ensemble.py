@@ -112,7 +112,35 @@ def ensemble_size(spec) -> int:
 
 
 def ensemble_plan(spec, seed: int = 0) -> list[dict]:
-    """Expand an ensemble spec into run descriptors ``{"algorithm", "k", "seed"}``."""
+    """Expand an ensemble spec into run descriptors ``{"algorithm", "k", "seed"}``.
+
+    The descriptors are independent and JSON-able (one seed each), so that a
+    worker pool can fan them out.
+
+    Parameters
+    ----------
+    spec : dict or list of dict
+        The ensemble: items ``{"algorithm": "kmeans" | "nmf", "k": int or list
+        of ints, "runs": int}``; several items give the paper's "Combined"
+        ensembles (Sec. 5).
+    seed : int, default 0
+        Seeds the runs' seeds (``numpy.random.SeedSequence``).
+
+    Returns
+    -------
+    list of dict
+        One descriptor per run, item by item, each k in turn, ``runs`` times.
+
+    Raises
+    ------
+    SCAError
+        When ``spec`` is malformed; ``field`` is ``"ensemble"`` or names the
+        item and key (e.g. ``"ensemble[0].k"``).
+
+    See Also
+    --------
+    ensemble_run : Performs one descriptor.
+    """
     runs = [
         {"algorithm": algorithm, "k": k}
         for algorithm, ks, count in ensemble_items(spec)
@@ -138,20 +166,41 @@ def check_ensemble_data(X, plan: list[dict]) -> np.ndarray:
 
 
 def ensemble_run(X, run: dict) -> np.ndarray:
-    """One clustering of ``X`` (rows = elements) by ``run``; returns labels.
+    """One clustering of ``X`` (rows = elements) by ``run``.
 
     ``kmeans``: scikit-learn ``KMeans`` with one k-means++ initialisation.
     ``nmf``: Lee & Seung multiplicative updates (``NMF(solver="mu",
     init="random")``); an element's cluster is the argmax of its coefficients.
+
+    Parameters
+    ----------
+    X : array_like of shape (n, m)
+        The raw data, one row per element (nonnegative for NMF).
+    run : dict
+        A run descriptor ``{"algorithm", "k", "seed"}`` of :func:`ensemble_plan`.
+
+    Returns
+    -------
+    ndarray of int32, shape (n,)
+        The run's labels.
+
+    Raises
+    ------
+    SCAError
+        With ``field="ensemble"`` when the run's algorithm is unknown.
+
+    See Also
+    --------
+    ensemble_model : The same, with what the run learned.
     """
     return ensemble_model(X, run)[0]
 
 
 def ensemble_model(X, run: dict) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`ensemble_run` and what the run learned: ``(labels, model)``.
+    """The labels of :func:`ensemble_run` and what the run learned.
 
-    ``model`` (``k x m``) is the k-means centres or NMF's components; with it
-    :func:`ensemble_predict` labels new rows as the run would have.
+    With the model, :func:`ensemble_predict` labels new rows as the run would
+    have.
 
     The run uses one BLAS and one OpenMP thread, whoever calls it.  Above
     :data:`KMEANS_SUBSAMPLE` elements, a k-means run fits its centres on that
@@ -163,6 +212,25 @@ def ensemble_model(X, run: dict) -> tuple[np.ndarray, np.ndarray]:
     always fit every row: with the components of a sample fixed, the
     coefficients of the other rows would still need an iterative solve per
     row, about what the full fit costs.
+
+    Parameters
+    ----------
+    X : array_like of shape (n, m)
+        The raw data, one row per element (nonnegative for NMF).
+    run : dict
+        A run descriptor ``{"algorithm", "k", "seed"}`` of :func:`ensemble_plan`.
+
+    Returns
+    -------
+    labels : ndarray of int32, shape (n,)
+        The run's labels.
+    model : ndarray of shape (k, m)
+        The k-means centres or NMF's components.
+
+    Raises
+    ------
+    SCAError
+        With ``field="ensemble"`` when the run's algorithm is unknown.
     """
     from sklearn.cluster import KMeans  # scikit-learn loads when an ensemble runs
     from sklearn.decomposition import NMF
@@ -193,16 +261,34 @@ def ensemble_model(X, run: dict) -> tuple[np.ndarray, np.ndarray]:
 
 
 def ensemble_predict(models: np.ndarray, groups: np.ndarray, algorithms, X) -> np.ndarray:
-    """Labels of new rows ``X`` (``q x m``) in each run of an ensemble, ``q x r``.
+    """Labels of new rows ``X`` in each run of an ensemble.
 
-    ``models`` stacks the runs' models (:func:`ensemble_model`), run j owning
-    rows ``groups[j]:groups[j+1]``; ``algorithms[j]`` is its algorithm.  A
-    k-means run labels a row by its nearest centre; an NMF run solves for the
+    A k-means run labels a row by its nearest centre; an NMF run solves for the
     row's coefficients with the components fixed and takes their argmax.  With
     the components fixed, NMF's objective ``||x - w H||`` is a nonnegative least
     squares problem in w, solved exactly (``scipy.optimize.nnls``): the point
     multiplicative updates (``non_negative_factorization(update_H=False)``)
     approach, in a fraction of their time.
+
+    Parameters
+    ----------
+    models : ndarray of shape (K, m)
+        The runs' models stacked (:func:`ensemble_model`).
+    groups : ndarray of int, shape (r + 1,)
+        Run j owns rows ``groups[j]:groups[j+1]`` of ``models``.
+    algorithms : sequence of str
+        ``algorithms[j]`` is run j's algorithm (``"kmeans"`` or ``"nmf"``).
+    X : array_like of shape (q, m)
+        The new rows.
+
+    Returns
+    -------
+    ndarray of int32, shape (q, r)
+        Each new row's label in each run.
+
+    See Also
+    --------
+    ensemble_fit : Gives ``models``, ``groups`` and ``algorithms``.
     """
     from scipy.optimize import nnls
     from sklearn.metrics import pairwise_distances_argmin
@@ -274,12 +360,48 @@ def _fit_runs(X, plan: list[dict], n_jobs: int | None, progress) -> list[tuple]:
 
 
 def ensemble_labels(X, spec, seed: int = 0, progress=None, n_jobs: int | None = None) -> np.ndarray:
-    """Run a whole ensemble; returns the ``n x r`` label matrix.
+    """Run a whole ensemble and return its label matrix.
 
     The runs are spread over ``n_jobs`` threads (None: one per core this
     process may use), each run on one BLAS/OpenMP thread; the labels are the
     same for any ``n_jobs``, each run having its own seed.
-    ``progress(done, total)`` is called after each run when given.
+
+    Parameters
+    ----------
+    X : array_like of shape (n, m)
+        The raw data, one row per element.
+    spec : dict or list of dict
+        The ensemble: items ``{"algorithm": "kmeans" | "nmf", "k": int or list
+        of ints, "runs": int}``; several items give the paper's "Combined"
+        ensembles (Sec. 5).
+    seed : int, default 0
+        Seeds the runs (:func:`ensemble_plan`).
+    progress : callable, optional
+        ``progress(done, total)`` is called after each run when given.
+    n_jobs : int, optional
+        Threads for the runs; None for one per core this process may use.
+
+    Returns
+    -------
+    ndarray of int32, shape (n, r)
+        One column of labels per run, in the plan's order.
+
+    Raises
+    ------
+    SCAError
+        When ``spec`` is malformed (``field`` is ``"ensemble"`` or names the
+        item and key, e.g. ``"ensemble[0].k"``), a k exceeds n
+        (``"ensemble"``), ``X`` is not finite numeric data or NMF meets
+        negative data (``"data"``), or ``n_jobs`` is invalid (``"n_jobs"``).
+
+    See Also
+    --------
+    membership_operator : The consensus of these labels.
+
+    References
+    ----------
+    .. [1] C. D. Meyer and C. D. Wessell, Stochastic Data Clustering, Sec. 1
+       (the consensus matrix of an ensemble) and Sec. 5.
     """
     plan = ensemble_plan(spec, seed)
     X = check_ensemble_data(X, plan)
@@ -297,10 +419,38 @@ def stacked_models(models) -> tuple[np.ndarray, np.ndarray]:
 
 
 def ensemble_fit(X, spec, seed: int = 0, progress=None, n_jobs: int | None = None) -> dict:
-    """:func:`ensemble_labels` keeping what each run learned, for new rows later.
+    """Run a whole ensemble, keeping what each run learned, for new rows later.
 
-    Returns ``{"labels": n x r, "models", "groups", "algorithms"}``, the last
-    three as :func:`ensemble_predict` takes them.
+    :func:`ensemble_labels` and, besides, each run's model.
+
+    Parameters
+    ----------
+    X : array_like of shape (n, m)
+        The raw data, one row per element.
+    spec : dict or list of dict
+        The ensemble: items ``{"algorithm": "kmeans" | "nmf", "k": int or list
+        of ints, "runs": int}``; several items give the paper's "Combined"
+        ensembles (Sec. 5).
+    seed : int, default 0
+        Seeds the runs (:func:`ensemble_plan`).
+    progress : callable, optional
+        ``progress(done, total)`` is called after each run when given.
+    n_jobs : int, optional
+        Threads for the runs; None for one per core this process may use.
+
+    Returns
+    -------
+    dict
+        ``{"labels": n x r, "models", "groups", "algorithms"}``, the last
+        three as :func:`ensemble_predict` takes them.
+
+    Raises
+    ------
+    SCAError
+        When ``spec`` is malformed (``field`` is ``"ensemble"`` or names the
+        item and key, e.g. ``"ensemble[0].k"``), a k exceeds n
+        (``"ensemble"``), ``X`` is not finite numeric data or NMF meets
+        negative data (``"data"``), or ``n_jobs`` is invalid (``"n_jobs"``).
     """
     plan = ensemble_plan(spec, seed)
     X = check_ensemble_data(X, plan)

@@ -20,15 +20,38 @@ def field_summary(errors) -> str:
 
 
 class SCAError(ValueError):
-    """Invalid input or parameter; ``field`` names the offending input."""
+    """Invalid input or parameter; ``field`` names the offending input.
+
+    It is a ``ValueError``.
+
+    Parameters
+    ----------
+    message : str
+        What is wrong, in words (usually beginning with the field's name).
+    field : str, optional
+        The input at fault, as the API names it (``"options.k"``,
+        ``"consensus"``, ``"input"``, ...); None when no one input is.
+
+    Attributes
+    ----------
+    field : str or None
+        The ``field`` given.
+    """
 
     def __init__(self, message: str, field: str | None = None):
         super().__init__(message)
         self.field = field
 
     def line(self) -> str:
-        """The error as a command line prints it: ``error [field]: what``, the
-        field said once (messages usually begin with it, for the API's detail)."""
+        """The error as a command line prints it: ``error [field]: what``.
+
+        The field is said once (messages usually begin with it, for the API's detail).
+
+        Returns
+        -------
+        str
+            ``error [field]: what``, or ``error: what`` without a field.
+        """
         text = str(self)
         if not self.field:
             return f"error: {text}"
@@ -39,6 +62,24 @@ class BalancingError(SCAError):
     """Sinkhorn-Knopp stopped at its iteration cap before the tolerance.
 
     ``partial`` is the :class:`~sca.balance.BalanceResult` reached so far.
+
+    Parameters
+    ----------
+    message : str
+        What happened, in words.
+    partial : BalanceResult, optional
+        The balancing reached at the cap.
+    field : str, default "options.max_iterations"
+        The cap that was reached.
+
+    Attributes
+    ----------
+    partial : BalanceResult or None
+        The ``partial`` given.
+
+    See Also
+    --------
+    sca.balance : Raises it.
     """
 
     def __init__(self, message: str, partial=None, field: str = "options.max_iterations"):
@@ -51,6 +92,24 @@ class IterationError(SCAError):
 
     ``partial`` holds the last clustering seen (labels or ``None``); ``field``
     is the iteration cap that was reached.
+
+    Parameters
+    ----------
+    message : str
+        What happened, in words.
+    partial : ndarray of int, optional
+        The last clustering seen, as labels.
+    field : str, default "options.max_iterations"
+        The cap that was reached.
+
+    Attributes
+    ----------
+    partial : ndarray of int or None
+        The ``partial`` given.
+
+    See Also
+    --------
+    sca.iterate : Raises it.
     """
 
     def __init__(self, message: str, partial=None, field: str = "options.max_iterations"):
@@ -64,6 +123,24 @@ class DeadlineExceeded(IterationError):
     A time budget rather than an iteration cap ended it: ``partial`` holds
     the last clustering seen and ``iterations`` the steps taken, so a caller
     can say how much of the asked-for work fit.
+
+    Parameters
+    ----------
+    message : str
+        What happened, in words.
+    partial : ndarray of int, optional
+        The last clustering seen, as labels.
+    iterations : int, default 0
+        The steps taken before the deadline.
+    field : str, default "options.max_iterations"
+        The field a caller reports the error under.
+
+    Attributes
+    ----------
+    partial : ndarray of int or None
+        The ``partial`` given.
+    iterations : int
+        The ``iterations`` given.
     """
 
     def __init__(

@@ -4,7 +4,7 @@
 (consensus, balancing to P = D S D, spectrum, iteration; Meyer & Wessell,
 Fig. 3.1) and keeps the answer as fitted attributes.  ``affinity`` says what
 X is: raw data (an ensemble of k-means runs, or the shared-nearest-neighbour
-measure of Sec. 4.3, builds S), label runs (S = H H^T, never formed), or S
+measure of Sec. 4.4, builds S), label runs (S = H H^T, never formed), or S
 itself.  On raw data, ``predict`` places new rows into the fitted clustering
 with the functions the service's new-element queries use (:mod:`sca.newrows`,
 :mod:`sca.placement`).
@@ -89,7 +89,7 @@ class StochasticClustering(ClusterMixin, BaseEstimator):
 
         - ``"ensemble"``: raw data (rows = elements); S is the consensus of
           the ``ensemble`` run on it.
-        - ``"snn"``: raw data; S counts shared nearest neighbours (Sec. 4.3,
+        - ``"snn"``: raw data; S counts shared nearest neighbours (Sec. 4.4,
           "Using a single measure") among ``n_neighbors`` under ``metric``.
         - ``"labels"``: label runs, an ``n x r`` integer matrix (one column
           per clustering; negative = element left out of that run); S = H H^T
@@ -254,7 +254,18 @@ class StochasticClustering(ClusterMixin, BaseEstimator):
 
         Returns
         -------
-        self
+        StochasticClustering
+            The fitted estimator (``labels_``, ``n_clusters_``, ... set).
+
+        Raises
+        ------
+        SCAError
+            When a parameter or X is invalid; ``field`` names the estimator's
+            parameter (``"n_clusters"``, ``"affinity"``, ...) or the input.
+        BalancingError
+            When balancing stops at its iteration cap (Sec. 2.2).
+        IterationError
+            When no start of the iteration settles within ``max_iterations``.
         """
         if self.affinity not in AFFINITIES:
             raise SCAError(

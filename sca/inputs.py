@@ -1,4 +1,4 @@
-"""Inputs that reach the consensus operator (Meyer & Wessell, Sec. 1 and 4.3).
+"""Inputs that reach the consensus operator (Meyer & Wessell, Sec. 1 and 4.4).
 
 * a precomputed consensus or similarity matrix S, dense or sparse;
 * ensemble label runs, giving the factored form S = H H^T;
@@ -176,12 +176,35 @@ def _asymmetry(S) -> float:
 
 
 def consensus_operator(S, field: str = "consensus"):
-    """Validate a consensus / similarity matrix (:func:`check_consensus`) and
-    wrap it as an operator, exactly symmetrised.
+    """Validate a consensus / similarity matrix and wrap it as an operator.
+
+    The checks are :func:`check_consensus`'s: S must be square, finite,
+    nonnegative, symmetric within a relative tolerance, with a positive
+    diagonal (Sec. 2.2).  The operator holds S exactly symmetrised,
+    ``(S + S^T) / 2``.
+
+    Parameters
+    ----------
+    S : array_like or sparse matrix of shape (n, n)
+        The consensus or similarity matrix (dense or ``scipy.sparse``).
+    field : str, default "consensus"
+        The name the errors give the input.
 
     Returns
     -------
     DenseOperator or SparseOperator
+        A :class:`DenseOperator` for a dense S, a :class:`SparseOperator`
+        for a sparse one.
+
+    Raises
+    ------
+    SCAError
+        With ``field`` set to the given ``field`` when S fails a check.
+
+    See Also
+    --------
+    membership_operator : The consensus of label runs, never formed.
+    snn_operator : The shared-nearest-neighbour consensus of raw data.
     """
     S = check_consensus(S, field)
     if sp.issparse(S):
@@ -226,11 +249,27 @@ def check_labels(labels, field: str = "labels") -> np.ndarray:
 def membership_matrix(labels, field: str = "labels") -> sp.csr_array:
     """The sparse 0/1 membership matrix H (n x K) of label runs.
 
+    H has one column per cluster of each run, so that ``S = H H^T`` is the
+    consensus of the runs (Sec. 1).
+
     Parameters
     ----------
     labels : array-like of int, shape (n, r)
         One column per run; a negative label means the element was left out
         of that run (subsampled ensembles).  Labels need not be contiguous.
+    field : str, default "labels"
+        The name the errors give the input.
+
+    Returns
+    -------
+    scipy.sparse.csr_array of shape (n, K)
+        H, with the columns of run j after those of runs ``0 .. j - 1``.
+
+    Raises
+    ------
+    SCAError
+        With ``field`` set to the given ``field`` when ``labels`` is not an
+        ``n x r`` integer matrix (n >= 2) with every element in some run.
     """
     return membership_factors(labels, field)[0]
 
@@ -287,6 +326,35 @@ def membership_operator(labels, field: str = "labels") -> FactorOperator:
     With every element in every run, the label matrix itself is the operator
     (:class:`sca.operators.labels.LabelOperator`; a Dask array stays one); otherwise
     (subsampled runs, labels far apart) the sparse H is built.
+
+    Parameters
+    ----------
+    labels : array-like of int, shape (n, r), or dask.array.Array
+        One column per run; a negative label means the element was left out
+        of that run.
+    field : str, default "labels"
+        The name the errors give the input.
+
+    Returns
+    -------
+    FactorOperator
+        A :class:`~sca.operators.labels.LabelOperator` or a :class:`FactoredOperator`.
+
+    Raises
+    ------
+    SCAError
+        With ``field`` set to the given ``field`` when ``labels`` is not an
+        ``n x r`` integer matrix (n >= 2) with every element in some run, or is
+        a Dask array with some element left out of a run.
+
+    See Also
+    --------
+    ensemble_labels : Label runs of raw data.
+
+    References
+    ----------
+    .. [1] C. D. Meyer and C. D. Wessell, Stochastic Data Clustering, Sec. 1
+       (the consensus matrix).
     """
     if is_dask(labels):
         op = label_operator(labels)
@@ -319,7 +387,7 @@ def check_snn(X, kappa, metric: str = "euclidean") -> np.ndarray:
 
 
 def snn_operator(X, kappa: int, metric: str = "euclidean") -> FactoredOperator:
-    """Shared-nearest-neighbour similarity (Sec. 4.3, "Using a single measure").
+    """Shared-nearest-neighbour similarity (Sec. 4.4, "Using a single measure").
 
     ``s_ij = |N_i ∩ N_j|`` where ``N_g`` is ``g`` together with its ``kappa``
     nearest neighbours under ``metric``.  The paper writes ``|N_i ∪ N_j|``,
@@ -328,6 +396,31 @@ def snn_operator(X, kappa: int, metric: str = "euclidean") -> FactoredOperator:
     measure of the cited work and the one used here.  Including ``g`` in its
     own neighbourhood gives ``s_ii = kappa + 1 > 0``.  With ``A`` the sparse
     neighbourhood indicator, ``S = A A^T``: a factored operator.
+
+    Parameters
+    ----------
+    X : array_like of shape (n, m)
+        The raw data, one row per element.
+    kappa : int
+        The neighbours of each element (κ), ``1 <= kappa < n``.
+    metric : str, default "euclidean"
+        The distance of the neighbours (a metric of
+        :class:`sklearn.neighbors.NearestNeighbors`).
+
+    Returns
+    -------
+    FactoredOperator
+        ``S = A A^T`` with ``A`` the ``n x n`` neighbourhood indicator.
+
+    Raises
+    ------
+    SCAError
+        When ``X`` is not finite numeric data (``field="data"``), ``kappa`` is
+        out of range (``"snn.kappa"``) or ``metric`` unknown (``"snn.metric"``).
+
+    References
+    ----------
+    .. [1] C. D. Meyer and C. D. Wessell, Stochastic Data Clustering, Sec. 4.4.
     """
     from sklearn.neighbors import NearestNeighbors
 

@@ -1,4 +1,4 @@
-"""The iteration stage (Meyer & Wessell, Sec. 3, Fig. 3.1, and Sec. 4.1).
+"""The iteration stage (Meyer & Wessell, Sec. 3, Fig. 3.1, and Sec. 4.2).
 
 From a random probability vector ``x_0`` the algorithm tracks
 ``x_t^T = x_{t-1}^T P`` and, after each product, splits the sorted entries
@@ -56,11 +56,30 @@ _MAX_REDRAWS = 100
 class IterationResult:
     """Outcome of :func:`iterate`.
 
-    ``labels`` is the most frequent solution over the starts; ``solutions``
-    lists every distinct one as ``(labels, frequency)``, most frequent first;
-    ``membership`` (``n x k``, starts > 1) is the fraction of starts placing
-    each element in each cluster of the answer, after matching clusters;
-    ``trace`` (on request) follows the first start step by step.
+    Parameters
+    ----------
+    labels : ndarray of int, shape (n,)
+        The most frequent solution over the starts.
+    iterations : int
+        The steps ``x_t^T = x_{t-1}^T P`` taken, until the last start settled.
+    solutions : list of (ndarray, float)
+        Every distinct solution as ``(labels, frequency)``, most frequent first.
+    membership : ndarray of shape (n, k), optional
+        With starts > 1: the fraction of starts placing each element in each
+        cluster of the answer, after matching clusters.
+    trace : list of dict, optional
+        On request, the first start step by step: ``t``, ``x`` (x_t; None for
+        block starts) and ``labels`` (the paper's Table 3.1).
+    failed_starts : int, default 0
+        The starts not stable within the iteration cap (dropped).
+    rounds : int, default 1
+        The rounds of re-consensus, the first clustering included.
+    history : list of list, default []
+        With re-consensus: each round's ``solutions``.
+
+    See Also
+    --------
+    iterate : Computes it.
     """
 
     labels: np.ndarray
@@ -94,8 +113,29 @@ def canonical(labels: np.ndarray) -> np.ndarray:
 def gap_split(x: np.ndarray, k: int) -> np.ndarray | None:
     """Cluster the entries of ``x`` by cutting its sorted list at the k-1 largest gaps.
 
-    Returns canonical labels, or ``None`` when a needed gap is (near) zero.
-    Ties between equal gaps go to the smaller entries.
+    The paper's split of each x_t (Sec. 3, Fig. 3.1, step 5).  Ties between
+    equal gaps go to the smaller entries.
+
+    Parameters
+    ----------
+    x : ndarray of shape (n,)
+        The vector whose entries are clustered.
+    k : int
+        The number of clusters.
+
+    Returns
+    -------
+    ndarray of int, shape (n,) or None
+        Canonical labels (clusters numbered by first appearance), or ``None``
+        when a needed gap is (near) zero.
+
+    See Also
+    --------
+    iterate : Runs the evolution whose iterates are split.
+
+    References
+    ----------
+    .. [1] C. D. Meyer and C. D. Wessell, Stochastic Data Clustering, Sec. 3.
     """
     n = x.size
     if k == 1:
@@ -157,7 +197,7 @@ class _KMeansSplit:
 
 
 def random_start(n: int, rng: np.random.Generator, eps: float) -> np.ndarray:
-    """A random probability vector at least ``eps`` (2-norm) from uniform (Sec. 4.1)."""
+    """A random probability vector at least ``eps`` (2-norm) from uniform (Sec. 4.2)."""
     for _ in range(_MAX_REDRAWS):
         x = rng.random(n)
         x /= x.sum()

@@ -2,7 +2,7 @@
 
 :mod:`sca.placement` needs, for a new element, its similarities ``s`` to the
 ``n`` elements of a finished clustering and its self-similarity ``s_00``.
-Each input kind gives them its own way (Meyer & Wessell, Sec. 1 and 4.3):
+Each input kind gives them its own way (Meyer & Wessell, Sec. 1 and 4.4):
 
 * label runs (and an ensemble on raw data, whose runs label the new row with
   the models they learned, :func:`sca.ensemble.ensemble_predict`): its label
@@ -38,8 +38,19 @@ def run_columns(labels) -> tuple[np.ndarray, np.ndarray]:
     order, laid out as :func:`sca.inputs.membership_operator` lays them out:
     one per label ``0..spans[j]-1`` for the label operator
     (:func:`sca.operators.labels.label_spans`), else one per label the run uses (as
-    :func:`sca.inputs.membership_factors` numbers them).  Returns
-    ``(column_labels, groups)``.
+    :func:`sca.inputs.membership_factors` numbers them).
+
+    Parameters
+    ----------
+    labels : array_like of int, shape (n, r) or (n,)
+        The job's label runs, one column per run.
+
+    Returns
+    -------
+    column_labels : ndarray of int64, shape (K,)
+        The label each column of H stands for in its run.
+    groups : ndarray of int64, shape (r + 1,)
+        The runs' column offsets.
     """
     L = np.asarray(labels)
     L = L[:, None] if L.ndim == 1 else L
@@ -56,10 +67,29 @@ def run_columns(labels) -> tuple[np.ndarray, np.ndarray]:
 
 
 def ensemble_state(labels, models, groups, algorithms) -> dict[str, np.ndarray]:
-    """What placing new rows of raw data needs of a fitted ensemble: the runs'
-    models stacked (run j owns rows ``groups[j]:groups[j+1]``,
+    """What placing new rows of raw data needs of a fitted ensemble.
+
+    The runs' models stacked (run j owns rows ``groups[j]:groups[j+1]``,
     :func:`sca.ensemble.stacked_models`), each run's algorithm, and the label
-    each column of H stands for (:func:`run_columns` of the runs' ``labels``)."""
+    each column of H stands for (:func:`run_columns` of the runs' ``labels``).
+
+    Parameters
+    ----------
+    labels : array_like of int, shape (n, r)
+        The runs' labels of the job's elements.
+    models : array_like of shape (K, m)
+        The runs' models stacked (k-means centres, NMF components).
+    groups : array_like of int, shape (r + 1,)
+        Run j owns rows ``groups[j]:groups[j+1]`` of ``models``.
+    algorithms : sequence of str
+        Each run's algorithm.
+
+    Returns
+    -------
+    dict of str to ndarray
+        ``models``, ``groups``, ``algorithms``, ``columns`` and
+        ``column_groups`` (:func:`run_columns`).
+    """
     columns, column_groups = run_columns(labels)
     return {
         "models": np.asarray(models),
@@ -71,10 +101,28 @@ def ensemble_state(labels, models, groups, algorithms) -> dict[str, np.ndarray]:
 
 
 def ensemble_rows(A, state, X_new) -> tuple[np.ndarray, np.ndarray]:
-    """New rows of raw data (scaled as the ensemble's data was) as consensus rows:
-    each fitted run labels them (:func:`sca.ensemble.ensemble_predict`), then
-    :func:`label_rows` against the membership matrix ``A`` and the
-    :func:`ensemble_state` ``state``."""
+    """New rows of raw data as consensus rows against a fitted ensemble.
+
+    The rows are scaled as the ensemble's data was; each fitted run labels them
+    (:func:`sca.ensemble.ensemble_predict`), then :func:`label_rows` gives
+    their consensus rows against the membership matrix ``A``.
+
+    Parameters
+    ----------
+    A : scipy.sparse array of shape (n, K)
+        The job's membership matrix H.
+    state : dict of str to ndarray
+        The fitted ensemble's :func:`ensemble_state`.
+    X_new : array_like of shape (q, m)
+        The new rows.
+
+    Returns
+    -------
+    rows : ndarray of shape (n, q)
+        Each new element's similarities to the job's elements, one per column.
+    selfs : ndarray of shape (q,)
+        Each new element's self-similarity (the runs it is in).
+    """
     runs = ensemble_predict(state["models"], state["groups"], state["algorithms"], X_new)
     return label_rows(A, state["columns"], state["column_groups"], runs)
 
@@ -109,6 +157,32 @@ def label_rows(
 
     A label no element of the job has in that run (or a negative one) joins
     no column: the new element then shares that run with nobody.
+
+    Parameters
+    ----------
+    H : scipy.sparse array of shape (n, K)
+        The job's membership matrix.
+    column_labels : ndarray of int, shape (K,)
+        The label each column of H stands for (:func:`run_columns`).
+    groups : ndarray of int, shape (r + 1,)
+        The runs' column offsets (:func:`run_columns`).
+    new_labels : array_like of int, shape (q, r) or (r,)
+        Each new element's label in each run (negative: not in that run).
+    field : str, default "labels"
+        The name the errors give the input.
+
+    Returns
+    -------
+    rows : ndarray of shape (n, q)
+        ``s = H h``: the runs each new element shares with each job element.
+    selfs : ndarray of shape (q,)
+        ``s_00``: the runs each new element is in.
+
+    Raises
+    ------
+    SCAError
+        With ``field`` set to the given ``field`` when ``new_labels`` is not
+        integers, one per run.
     """
     runs = groups.size - 1
     L = check_new_labels(new_labels, runs, field)
@@ -171,9 +245,28 @@ def neighbour_index(X, metric: str = "euclidean"):
 def neighbour_rows(index, A, X_new, kappa: int) -> tuple[np.ndarray, np.ndarray]:
     """Consensus rows of new elements under shared nearest neighbours.
 
-    ``index`` is a fitted :class:`sklearn.neighbors.NearestNeighbors` on the
-    job's data, ``A`` the job's ``n x n`` neighbourhood matrix (row i is
-    ``N_i``, :func:`sca.inputs.snn_operator`).
+    ``s_i = |N_i ∩ N|`` with ``N`` the new element's ``kappa`` nearest
+    neighbours among the job's elements and ``N_i`` the job's neighbourhoods;
+    ``s_00 = kappa + 1`` (itself and its neighbours).
+
+    Parameters
+    ----------
+    index : sklearn.neighbors.NearestNeighbors
+        Fitted on the job's data (:func:`neighbour_index`).
+    A : scipy.sparse array of shape (n, n)
+        The job's neighbourhood matrix (row i is ``N_i``,
+        :func:`sca.inputs.snn_operator`).
+    X_new : array_like of shape (q, m)
+        The new rows, scaled as the job's data was.
+    kappa : int
+        The neighbours of each element (κ).
+
+    Returns
+    -------
+    rows : ndarray of shape (n, q)
+        Each new element's similarities to the job's elements, one per column.
+    selfs : ndarray of shape (q,)
+        Each new element's self-similarity, ``kappa + 1``.
     """
     _, near = index.kneighbors(np.asarray(X_new, dtype=float), n_neighbors=int(kappa))
     q, n = near.shape[0], A.shape[0]
@@ -189,7 +282,32 @@ def consensus_rows(
 ) -> tuple[np.ndarray, np.ndarray]:
     """New elements' similarity rows, checked: ``q x n`` in, ``n x q`` out.
 
-    ``selfs`` (None entries allowed) default to ``default_self``.
+    Parameters
+    ----------
+    rows : array_like of shape (q, n) or (n,)
+        Each new element's similarities to the job's n elements.
+    selfs : sequence of float or None
+        Each new element's self-similarity; None entries default to
+        ``default_self``.
+    n : int
+        The number of elements of the job.
+    default_self : float
+        The self-similarity of an element given None.
+    field : str, default "consensus"
+        The name the errors give the input.
+
+    Returns
+    -------
+    rows : ndarray of shape (n, q)
+        The rows as columns.
+    selfs : ndarray of shape (q,)
+        The self-similarities.
+
+    Raises
+    ------
+    SCAError
+        With ``field`` set to the given ``field`` when a row is not n finite
+        nonnegative numbers or a self-similarity is not positive.
     """
     try:
         R = np.asarray(rows, dtype=float)

@@ -50,9 +50,20 @@ from .operators import ConsensusOperator
 class Extension:
     """The new element's part of the extended balanced matrix ``P'``.
 
-    ``row`` (length n) holds ``P'`` between the new element and the old ones,
-    ``corner`` its own entry, ``scale`` its factor δ of the extended D, and
-    ``deviation`` ``max |row sum - 1|`` over every row of ``P'``.
+    Parameters
+    ----------
+    row : ndarray of shape (n,)
+        ``P'`` between the new element and the old ones (``p = δ d ∘ s``).
+    corner : float
+        Its own entry of ``P'``, ``δ^2 s_00``.
+    scale : float
+        Its factor δ of the extended D.
+    deviation : float
+        ``max |row sum - 1|`` over every row of ``P'``.
+
+    See Also
+    --------
+    extend_scaling : Computes it.
     """
 
     row: np.ndarray
@@ -64,6 +75,9 @@ class Extension:
 def extend_scaling(d, s, s00: float) -> Extension:
     """Extend the Sinkhorn scaling ``d`` of S to one more element (old ``d`` fixed).
 
+    The new element's factor δ makes its own row of ``P' = D' S' D'`` sum to
+    one: ``δ (s·d + δ s_00) = 1``, the positive root.
+
     Parameters
     ----------
     d : array, shape (n,)
@@ -72,6 +86,23 @@ def extend_scaling(d, s, s00: float) -> Extension:
         The new element's similarities to the old elements (nonnegative).
     s00 : float
         Its similarity to itself (positive).
+
+    Returns
+    -------
+    Extension
+        The new element's row and corner of ``P'``, δ and how far ``P'`` is
+        from doubly stochastic.
+
+    Raises
+    ------
+    SCAError
+        With ``field="elements"`` when the new element is similar to none of
+        the elements, or its self-similarity is not positive.
+
+    References
+    ----------
+    .. [1] C. D. Meyer and C. D. Wessell, Stochastic Data Clustering,
+       Sec. 2.2-2.3 (the scaling extended).
     """
     d = np.asarray(d, dtype=float)
     s = np.asarray(s, dtype=float)
@@ -89,10 +120,24 @@ def extend_scaling(d, s, s00: float) -> Extension:
 
 
 class BorderedOperator(ConsensusOperator):
-    """``P' = [[P, p], [p^T, c]]``: an operator bordered by one element, index ``n``.
+    """The operator ``P' = [[P, p], [p^T, c]]``: P bordered by one element, index ``n``.
 
     A product costs one product with P and two of length n; nothing of
     order ``n^2`` is formed.  Not stored (``state`` is refused).
+
+    Parameters
+    ----------
+    P : ConsensusOperator
+        The job's balanced operator.
+    row : array_like of shape (n,)
+        ``p``, the border: the new element's entries against the old ones
+        (:attr:`Extension.row`).
+    corner : float
+        ``c``, the new element's own entry (:attr:`Extension.corner`).
+
+    See Also
+    --------
+    extend_scaling : Gives ``row`` and ``corner``.
     """
 
     kind = "bordered"
@@ -137,17 +182,35 @@ class BorderedOperator(ConsensusOperator):
 class Placement:
     """Where one new element falls in a finished clustering.
 
-    ``cluster`` is its cluster among the job's (0-based, as the job's
-    ``labels``), ``confidence`` the probability that a step of the walk from
-    it stays there, ``mass`` its row of ``P'`` summed over each cluster;
-    ``similar`` the old elements ranked by their entry in that row
-    (``(index, P'_entry)``, largest first), ``custom`` its custom cluster
-    (:class:`sca.custom.CustomResult` on ``P'``, the new element as index n;
-    None when not asked for or not found) and ``extension`` the extended
-    scaling.  A custom cluster asked for but not found within its bounds (or
-    its time budget) leaves the rest of the answer whole: ``custom_unmet``
-    then says why, as :class:`sca.IterationError` did, and ``custom_field``
-    names the bound to change.
+    A custom cluster asked for but not found within its bounds (or its time
+    budget) leaves the rest of the answer whole: ``custom_unmet`` then says
+    why, as :class:`sca.IterationError` did, and ``custom_field`` names the
+    bound to change.
+
+    Parameters
+    ----------
+    cluster : int
+        Its cluster among the job's (0-based, as the job's ``labels``).
+    confidence : float
+        The probability that a step of the walk from it stays there.
+    mass : ndarray of shape (k,)
+        Its row of ``P'`` summed over each cluster.
+    similar : list of (int, float)
+        The old elements ranked by their entry in that row
+        (``(index, P'_entry)``, largest first).
+    custom : CustomResult or None
+        Its custom cluster (:class:`sca.custom.CustomResult` on ``P'``, the new
+        element as index n; None when not asked for or not found).
+    extension : Extension
+        The extended scaling.
+    custom_unmet : str, optional
+        Why the custom cluster was not found.
+    custom_field : str, optional
+        The bound to change (the :class:`sca.IterationError`'s ``field``).
+
+    See Also
+    --------
+    place : Computes it.
     """
 
     cluster: int
@@ -195,29 +258,54 @@ def place(
 ) -> Placement:
     """Place one new element into the clustering ``labels`` of the balanced P.
 
+    The job's scaling is extended to the new element (:func:`extend_scaling`)
+    and it joins the cluster ``argmax_c m_c / f_c`` (this module's
+    description); its custom cluster (Fig. 5.2) runs on the bordered ``P'``.
+
     Parameters
     ----------
     P : ConsensusOperator
         The job's balanced operator ``D S D`` (its ``scale`` is d).
     labels : array of int, shape (n,)
         The job's clusters.
-    s, s00 :
-        The new element's consensus row and self-similarity (:mod:`sca.newrows`).
+    s : array_like of shape (n,)
+        The new element's consensus row (:mod:`sca.newrows`).
+    s00 : float
+        The new element's self-similarity.
     k : int, optional
         Clusters per split of the custom clustering (default: the number of
         clusters in ``labels``).
-    min_size, max_size, max_iterations :
-        Bounds of the custom cluster (Fig. 5.2); ``max_size`` counts the new
-        element too.
-    limit : int, optional
+    min_size : int, default 1
+        The smallest size of the custom cluster (Fig. 5.2).
+    max_size : int, optional
+        The largest size of the custom cluster; it counts the new element too.
+    max_iterations : int, default 1000
+        The most steps of the custom clustering.
+    limit : int, optional, default 6
         Length of ``similar`` and of the custom cluster's ranking.
-    custom : bool
+    custom : bool, default True
         Run the custom clustering (one product with P per step).
     deadline : float, optional
         :func:`time.monotonic` instant for the custom clustering (past it, the
         answer says so in ``custom_unmet``).
     typical : array, optional
         The clusters' ``cluster_confidence`` (computed when not given).
+
+    Returns
+    -------
+    Placement
+        The element's cluster, confidence, ranked neighbours and custom cluster.
+
+    Raises
+    ------
+    SCAError
+        With ``field="elements"`` when ``labels`` or ``s`` is not of length n,
+        the element is similar to none, or ``s00`` is not positive; as
+        :func:`sca.custom_cluster` raises for invalid bounds.
+
+    See Also
+    --------
+    predict : Several new elements at once, without custom clustering.
     """
     labels = np.asarray(labels, dtype=np.int64)
     n = P.n
@@ -268,11 +356,38 @@ def predict(
 ) -> tuple[np.ndarray, np.ndarray]:
     """The job's cluster and its confidence for each of several new elements.
 
-    ``rows`` is ``n x q`` (one new element's consensus row per column) and
-    ``selfs`` their self-similarities; each element is placed on its own
-    (the others are not part of its extended matrix).  No custom clustering.
-    ``typical`` is the clusters' ``cluster_confidence`` (computed when not
-    given).  Returns ``(clusters, confidences)``, arrays of length q.
+    Each element is placed on its own (the others are not part of its extended
+    matrix).  No custom clustering.
+
+    Parameters
+    ----------
+    P : ConsensusOperator
+        The job's balanced operator ``D S D``.
+    labels : array_like of int, shape (n,)
+        The job's clusters.
+    rows : array_like of shape (n, q) or (n,)
+        One new element's consensus row per column.
+    selfs : array_like of float, shape (q,) or scalar
+        Their self-similarities.
+    typical : array_like of float, shape (k,), optional
+        The clusters' ``cluster_confidence`` (computed when not given).
+
+    Returns
+    -------
+    clusters : ndarray of int64, shape (q,)
+        Each new element's cluster.
+    confidences : ndarray of float, shape (q,)
+        The probability that a step of the walk from it stays there.
+
+    Raises
+    ------
+    SCAError
+        With ``field="elements"`` when an element is similar to none of the
+        elements or its self-similarity is not positive.
+
+    See Also
+    --------
+    place : One element, with its custom cluster.
     """
     rows = np.asarray(rows, dtype=float)
     if rows.ndim == 1:

@@ -65,16 +65,47 @@ MIN_NULL_N = 30
 class SpectrumResult:
     """Eigenvalues used (descending), the chosen k, λ2 and the gap at k.
 
-    ``floor`` is the noise floor (``"noise"`` rule; None otherwise) of λ2
-    and ``floors`` that of each eigenvalue from λ2 on (the null's j-th
-    eigenvalue bounds P's j-th, so the floor falls along the spectrum),
-    ``k_signal`` the number of eigenvalues above them, counted from λ1 until
-    the first below its floor, ``structure`` whether
-    more than one is (None without a floor), ``k_hat`` the number of
-    eigenvalues computed, ``capped`` whether k̂ stopped at its cap with every
-    eigenvalue still above the floor, ``notes`` plain-words remarks, and
-    ``candidates`` the values of k the iteration stage chooses among (empty:
-    k alone) and, once it has, ``scores`` their scores.
+    The outcome of :func:`spectrum` (Sec. 2.4 and 3).
+
+    Parameters
+    ----------
+    eigenvalues : ndarray of shape (k_hat,)
+        The largest eigenvalues of P computed, descending (``λ1 = 1`` first).
+    k : int
+        The number of clusters chosen.
+    lambda2 : float
+        The second eigenvalue (``nan`` when only one was computed).
+    gap : float
+        ``λ_k - λ_{k+1}`` for the chosen k (``nan`` if not computed).
+    rule : {"noise", "gap", "perron"}
+        The rule that chose k.
+    floor : float, optional
+        The noise floor of λ2 (``"noise"`` rule; None otherwise).
+    k_signal : int, optional
+        The number of eigenvalues above their floors, counted from λ1 until
+        the first below its floor (None without a floor).
+    capped : bool, default False
+        Whether k̂ stopped at its cap with every eigenvalue still above the floor.
+    notes : tuple of str, default ()
+        Plain-words remarks.
+    candidates : tuple of int, default ()
+        The values of k the iteration stage chooses among (empty: k alone).
+    scores : dict, default {}
+        Once the iteration stage has chosen among ``candidates``, their scores.
+    floors : tuple of float, default ()
+        The noise floor of each eigenvalue from λ2 on (the null's j-th
+        eigenvalue bounds P's j-th, so the floor falls along the spectrum).
+
+    Attributes
+    ----------
+    k_hat : int
+        The number of eigenvalues computed.
+    structure : bool or None
+        Whether more than one eigenvalue is above its floor (None without a floor).
+
+    See Also
+    --------
+    spectrum : Computes it.
     """
 
     eigenvalues: np.ndarray
@@ -92,15 +123,45 @@ class SpectrumResult:
 
     @property
     def k_hat(self) -> int:
+        """The number of eigenvalues computed (Sec. 3's k̂)."""
         return int(self.eigenvalues.size)
 
     @property
     def structure(self) -> bool | None:
+        """Whether more than one eigenvalue is above its floor (None without a floor)."""
         return None if self.k_signal is None else self.k_signal > 1
 
 
 def perron_cluster(eigenvalues) -> int:
     """Size of the Perron cluster (Definition 2.9), ties to the smallest k.
+
+    The Perron cluster ends at the largest gap ``λ_k - λ_{k+1}`` over all
+    consecutive pairs of eigenvalues.
+
+    Parameters
+    ----------
+    eigenvalues : array_like of float
+        Eigenvalues of P, descending; at least two.
+
+    Returns
+    -------
+    int
+        The number of eigenvalues in the Perron cluster, k.
+
+    Raises
+    ------
+    SCAError
+        With ``field="options.k_hat"`` when fewer than two eigenvalues are given.
+
+    See Also
+    --------
+    largest_gap_k : The largest gap from ``min_k`` on.
+    spectrum : Chooses k by a rule, ``"perron"`` among them.
+
+    References
+    ----------
+    .. [1] C. D. Meyer and C. D. Wessell, Stochastic Data Clustering, Sec. 2.4,
+       Definition 2.9.
 
     Examples
     --------
@@ -114,9 +175,33 @@ def perron_cluster(eigenvalues) -> int:
 
 
 def largest_gap_k(eigenvalues, min_k: int = 2, max_k: int | None = None) -> int:
-    """k maximising ``λ_k - λ_{k+1}`` over ``min_k <= k <= max_k``, ties to the smallest.
+    """The k maximising ``λ_k - λ_{k+1}`` over ``min_k <= k <= max_k``, ties to the smallest.
 
     Gaps into eigenvalues that are zero (S of low rank) are not candidates.
+
+    Parameters
+    ----------
+    eigenvalues : array_like of float
+        Eigenvalues of P, descending.
+    min_k : int, default 2
+        The smallest k considered (2: the gap after λ1 is not a candidate).
+    max_k : int, optional
+        The largest k considered; default: as many as the eigenvalues allow.
+
+    Returns
+    -------
+    int
+        The chosen k.
+
+    Raises
+    ------
+    SCAError
+        With ``field="options.k_hat"`` when too few eigenvalues (above zero)
+        are given to choose k in ``[min_k, max_k]``.
+
+    See Also
+    --------
+    perron_cluster : The largest gap over all consecutive pairs.
     """
     values = np.asarray(eigenvalues, dtype=float)
     top = values.size - 1 if max_k is None else min(int(max_k), values.size - 1)
@@ -173,9 +258,12 @@ def spectrum(
         the spectrum reaches the floor or ``max_k_hat``.
     min_k, max_k : int, optional
         Bounds on k for the rules (``"gap"``: min_k defaults to 2).
-    rule : {"noise", "gap", "perron"}
-    seed : int
+    rule : {"noise", "gap", "perron"}, default "noise"
+        The rule for k when ``k`` is not given (this module's description).
+    seed : int, default 0
         Seeds the null draws of the ``"noise"`` rule.
+    max_k_hat : int, default 1000
+        The ``"noise"`` rule grows k̂ no further than this (and never past n).
     reference : ndarray of shape (draws, count), optional
         Eigenvalues of P for reference data without clusters run through
         the same ensemble (:func:`sca.reference.reference_spectra`); with
@@ -185,6 +273,23 @@ def spectrum(
     -------
     SpectrumResult
         ``gap`` is ``λ_k - λ_{k+1}`` for the chosen k (``nan`` if not computed).
+
+    Raises
+    ------
+    SCAError
+        When an option is invalid for this n; ``field`` names it
+        (``"options.k"``, ``"options.k_hat"``, ...).
+
+    See Also
+    --------
+    perron_cluster : The ``"perron"`` rule.
+    largest_gap_k : The ``"gap"`` rule.
+    balance : Makes P from S.
+
+    References
+    ----------
+    .. [1] C. D. Meyer and C. D. Wessell, Stochastic Data Clustering, Sec. 2.4
+       (Definition 2.9, the Perron cluster) and Sec. 3 (computing k̂ eigenvalues).
     """
     n = P.n
     fixed = check_spectrum_options(n, k, k_hat, min_k, max_k, rule)

@@ -41,6 +41,10 @@ class LazyExports(griffe.Extension):
         if table is None or table not in pkg.members:
             return
         exports = ast.literal_eval(str(pkg.members[table].value))
+        # Griffe's dataclass pass (the constructors' parameters) walks the package
+        # after this extension and skips aliases: a module replaced below by its
+        # function (``sca.balance``) would keep dataclasses without a constructor.
+        griffe.DataclassesExtension().on_package(pkg=pkg)
         for module, names in exports.items():
             for name in names:
                 target = _find(pkg, module, name)

@@ -85,8 +85,22 @@ class ConsensusOperator:
     def null_draw(self, rng: np.random.Generator) -> ConsensusOperator:
         """One draw of S's null model: same kind of entries, no cluster structure.
 
-        Returns an unscaled operator of the same form; :mod:`sca.null` balances
-        it and reads its largest nontrivial eigenvalue (the noise floor).
+        :mod:`sca.null` balances the draw and reads its largest nontrivial
+        eigenvalue (the noise floor of the ``"noise"`` rule for k).
+
+        Parameters
+        ----------
+        rng : numpy.random.Generator
+            The source of the draw's randomness.
+
+        Returns
+        -------
+        ConsensusOperator
+            An unscaled operator of the same form.
+
+        See Also
+        --------
+        sca.spectrum : Reads the noise floor from such draws.
         """
         raise NotImplementedError
 
@@ -97,10 +111,24 @@ class ConsensusOperator:
 
     # -- shared behaviour ---------------------------------------------------
     def matmat(self, X: np.ndarray) -> np.ndarray:
-        """``(D S D) X`` for ``X`` of shape ``(n,)`` or ``(n, s)``.
+        """The product ``(D S D) X``.
 
         P is symmetric, so this is also the row-vector product ``x^T P`` of the
         paper's evolution equation ``x_t^T = x_{t-1}^T P`` (Sec. 2.1, Eq. (2)).
+
+        Parameters
+        ----------
+        X : array_like of shape (n,) or (n, s)
+            The vector or the ``s`` columns to multiply.
+
+        Returns
+        -------
+        ndarray of shape (n,) or (n, s)
+            ``(D S D) X``, of the shape of ``X``.
+
+        References
+        ----------
+        .. [1] C. D. Meyer and C. D. Wessell, Stochastic Data Clustering, Sec. 2.1.
         """
         X = np.asarray(X, dtype=float)
         if self.scale is None:
@@ -109,6 +137,13 @@ class ConsensusOperator:
         return s * self._product(s * X)
 
     def row_sums(self) -> np.ndarray:
+        """The row sums ``(D S D) e``.
+
+        Returns
+        -------
+        ndarray of shape (n,)
+            Each row's sum; all ones for a doubly stochastic P (Sec. 2.2).
+        """
         return self.matmat(np.ones(self.n))
 
     @property
@@ -117,34 +152,86 @@ class ConsensusOperator:
         return self.n
 
     def factor_gram(self) -> np.ndarray | None:
-        """For ``P = F F^T`` with a factor F of K << n columns: the ``K x K`` Gram
-        matrix ``F^T F`` when it is already at hand (computed for the spectrum),
-        else None.  The iteration then runs on K-vectors (:func:`sca.iteration.evolve`)."""
+        """The ``K x K`` Gram matrix ``F^T F`` of a factor of P, when at hand.
+
+        For ``P = F F^T`` with a factor F of K << n columns, the Gram matrix is
+        returned when it is already at hand (computed for the spectrum).  The
+        iteration then runs on K-vectors (:func:`sca.iteration.evolve`).
+
+        Returns
+        -------
+        ndarray of shape (K, K) or None
+            ``F^T F``, or None when this form has no such factor at hand.
+        """
         return None
 
     def diagonal(self) -> np.ndarray:
+        """The diagonal of ``D S D``.
+
+        Returns
+        -------
+        ndarray of shape (n,)
+            ``d_i^2 S_ii`` (``S_ii`` when unscaled).
+        """
         diag = self._raw_diagonal()
         return diag if self.scale is None else diag * self.scale**2
 
     def scaled(self, d: np.ndarray) -> ConsensusOperator:
-        """The operator ``D S D`` for ``D = diag(d)`` (composed with any scale)."""
+        """The operator ``D S D`` for ``D = diag(d)`` (composed with any scale).
+
+        Parameters
+        ----------
+        d : array_like of shape (n,)
+            The diagonal of D, as :func:`sca.balance` finds it (Sec. 2.3).
+
+        Returns
+        -------
+        ConsensusOperator
+            The same form over the same arrays, scaled by ``d`` on both sides.
+        """
         d = np.asarray(d, dtype=float)
         return self._with_scale(d if self.scale is None else self.scale * d)
 
     def unscaled(self) -> ConsensusOperator:
-        """S itself (``D = I``), sharing this operator's arrays."""
+        """S itself (``D = I``), sharing this operator's arrays.
+
+        Returns
+        -------
+        ConsensusOperator
+            The same form with no scale.
+        """
         return self._with_scale(None)
 
     def components(self) -> tuple[int, np.ndarray]:
-        """Connected components of the graph of S (``scipy.sparse.csgraph``)."""
+        """Connected components of the graph of S (``scipy.sparse.csgraph``).
+
+        More than one component means S is uncoupled (Sec. 2.1).
+
+        Returns
+        -------
+        count : int
+            The number of components.
+        labels : ndarray of int, shape (n,)
+            Each element's component.
+        """
         count, labels = csgraph.connected_components(self._pattern(), directed=False)
         return int(count), labels[: self.n]
 
     def block_sums(self, labels: np.ndarray) -> np.ndarray:
-        """``c x c`` matrix of ``e_a^T (D S D) e_b`` over groups ``a, b`` of ``labels``.
+        """The ``c x c`` matrix of ``e_a^T (D S D) e_b`` over groups ``a, b`` of ``labels``.
 
         The scaling is folded into the sparse indicator ``B = D E``, so each
         form only computes ``B^T S B`` (:meth:`_sandwich`), never S itself.
+
+        Parameters
+        ----------
+        labels : array_like of int, shape (n,)
+            Each element's group, ``0 .. c - 1``.
+
+        Returns
+        -------
+        ndarray of shape (c, c)
+            The sum of P's entries between each pair of groups.
         """
         labels = np.asarray(labels, dtype=np.int64)
         count = int(labels.max()) + 1
@@ -157,6 +244,16 @@ class ConsensusOperator:
 
         For a doubly stochastic P this is the probability that one step of the
         walk from i stays in i's cluster.
+
+        Parameters
+        ----------
+        labels : array_like of int, shape (n,)
+            Each element's cluster, ``0 .. c - 1``.
+
+        Returns
+        -------
+        ndarray of shape (n,)
+            Each element's row sum of P within its own cluster.
         """
         labels = np.asarray(labels, dtype=np.int64)
         step = max(1, SANDWICH_ENTRIES // self.n)
@@ -180,7 +277,20 @@ class ConsensusOperator:
         return out
 
     def entries(self, rows, cols) -> np.ndarray:
-        """The entries ``(D S D)_ij`` for index arrays ``rows`` and ``cols``."""
+        """The entries ``(D S D)_ij`` for index arrays ``rows`` and ``cols``.
+
+        Parameters
+        ----------
+        rows : array_like of int
+            The row of each entry.
+        cols : array_like of int
+            The column of each entry, of the shape of ``rows``.
+
+        Returns
+        -------
+        ndarray of float
+            One entry per pair ``(rows[m], cols[m])``.
+        """
         rows, cols = np.asarray(rows), np.asarray(cols)
         values = np.asarray(self._raw_entries(rows, cols), dtype=float)
         return values if self.scale is None else values * self.scale[rows] * self.scale[cols]
@@ -191,12 +301,23 @@ class ConsensusOperator:
     def eigenvalues(self, k_hat: int | None = None, few: bool = False) -> np.ndarray:
         """The ``k_hat`` largest eigenvalues of ``D S D``, descending (all if None).
 
-        ``few=True`` says a rough figure will do (a null draw's edge): the
-        iterative solver then stops at a relative tolerance of 1e-4.
         Small operators are solved densely; large ones with ``eigsh`` using
         ``which="LA"`` (a general similarity matrix need not be semidefinite,
         so "largest magnitude" could pick negative eigenvalues) and a modest
         tolerance (machine precision spends most work on the bulk near zero).
+
+        Parameters
+        ----------
+        k_hat : int, optional
+            How many eigenvalues (at most n); None for all of them (Sec. 3's k̂).
+        few : bool, default False
+            A rough figure will do (a null draw's edge): the iterative solver
+            then stops at a relative tolerance of 1e-4.
+
+        Returns
+        -------
+        ndarray of shape (k_hat,)
+            The largest eigenvalues, descending.
         """
         k_hat = self.n if k_hat is None else min(int(k_hat), self.n)
         if self.n <= DENSE_SPECTRUM_MAX_N or k_hat >= self.n - 1:
@@ -213,12 +334,26 @@ class ConsensusOperator:
         return eigsh(linop, k=k_hat, which="LA", tol=tol, v0=v0, return_eigenvectors=False)
 
     def to_dense(self) -> np.ndarray:
-        """Materialise ``D S D`` (for small n: display and tests only)."""
+        """Materialise ``D S D`` (for small n: display and tests only).
+
+        Returns
+        -------
+        ndarray of shape (n, n)
+            The matrix ``D S D``.
+        """
         return self.matmat(np.eye(self.n))
 
     def state(self) -> dict[str, np.ndarray]:
-        """Plain numeric arrays that :meth:`from_state` (through
-        :func:`sca.operators.state.operator_from_state`) restores."""
+        """Plain numeric arrays from which the operator is restored.
+
+        :meth:`from_state` (through :func:`sca.operators.state.operator_from_state`)
+        restores the operator from them.
+
+        Returns
+        -------
+        dict of str to ndarray
+            ``kind``, ``n``, ``scale`` when scaled, and the form's own arrays.
+        """
         arrays = {"kind": np.array(self.kind), "n": np.array(self.n)}
         if self.scale is not None:
             arrays["scale"] = self.scale
@@ -233,11 +368,17 @@ class ConsensusOperator:
         ----------
         state : dict of str to ndarray
             The arrays of :meth:`state`; ``state["kind"]`` is this form's :attr:`kind`.
+
+        Returns
+        -------
+        ConsensusOperator
+            The operator of this form, scaled as it was.
         """
         raise NotImplementedError
 
     @property
     def nbytes(self) -> int:
+        """The bytes of the arrays that hold the operator (those of :meth:`state`)."""
         return sum(a.nbytes for a in self.state().values())
 
     def __repr__(self):

@@ -47,6 +47,16 @@ class DenseOperator(ConsensusOperator):
         """Off-diagonal entries shuffled symmetrically; the diagonal kept.
 
         Keeps the distribution of similarities, destroys which pairs hold them.
+
+        Parameters
+        ----------
+        rng : numpy.random.Generator
+            The source of the permutations.
+
+        Returns
+        -------
+        DenseOperator
+            The unscaled shuffled matrix.
         """
         return DenseOperator(shuffled_symmetric(self.S, rng))
 
@@ -55,9 +65,28 @@ class DenseOperator(ConsensusOperator):
 
     @classmethod
     def from_state(cls, state):
+        """The dense operator that :meth:`state` returned ``state`` for.
+
+        Parameters
+        ----------
+        state : dict of str to ndarray
+            The arrays of :meth:`state`: ``S`` and, when scaled, ``scale``.
+
+        Returns
+        -------
+        DenseOperator
+            The operator, scaled as it was.
+        """
         return cls(state["S"], state.get("scale"))
 
     def to_dense(self):
+        """Materialise ``D S D`` from the array S held.
+
+        Returns
+        -------
+        ndarray of shape (n, n)
+            The matrix ``D S D``.
+        """
         s = np.ones(self.n) if self.scale is None else self.scale
         return s[:, None] * self.S * s[None, :]
 

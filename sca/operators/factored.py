@@ -69,6 +69,7 @@ class FactorOperator(ConsensusOperator):
 
     @property
     def n_clusters(self) -> int:
+        """K, the number of columns of H (clusters over all runs)."""
         return self.H.shape[1]
 
     def _left(self, X):
@@ -83,14 +84,36 @@ class FactorOperator(ConsensusOperator):
         return self._right(self._left(X))
 
     def factor_transpose(self, X) -> np.ndarray:
-        """``(DH)^T X``: X's entries summed per cluster, each weighted by its ``d_i``."""
+        """The product ``(DH)^T X``: X's entries summed per cluster, each weighted by its ``d_i``.
+
+        Parameters
+        ----------
+        X : array_like of shape (n,) or (n, s)
+            A vector or ``s`` columns over the elements.
+
+        Returns
+        -------
+        ndarray of shape (K,) or (K, s)
+            ``(DH)^T X``.
+        """
         X = np.asarray(X, dtype=float)
         if self.scale is not None:
             X = (self.scale if X.ndim == 1 else self.scale[:, None]) * X
         return self._left(X)
 
     def factor(self, Z) -> np.ndarray:
-        """``(DH) Z`` for Z of K rows: each element's clusters' entries summed, times ``d_i``."""
+        """The product ``(DH) Z``: each element's clusters' entries summed, times ``d_i``.
+
+        Parameters
+        ----------
+        Z : array_like of shape (K,) or (K, s)
+            A vector or ``s`` columns over the clusters of H.
+
+        Returns
+        -------
+        ndarray of shape (n,) or (n, s)
+            ``(DH) Z``.
+        """
         Y = self._right(np.asarray(Z, dtype=float))
         if self.scale is not None:
             Y *= self.scale if Y.ndim == 1 else self.scale[:, None]
@@ -102,6 +125,14 @@ class FactorOperator(ConsensusOperator):
         return SMALL_K_RATIO * self.n_clusters <= self.n
 
     def factor_gram(self):
+        """The Gram matrix ``(DH)^T (DH)`` once the spectrum has formed it, if K is small.
+
+        Returns
+        -------
+        ndarray of shape (K, K) or None
+            The Gram matrix when K is small beside n (:attr:`small_k`) and it is
+            at hand, else None.
+        """
         return self._gram if self.small_k else None
 
     def _raw_diagonal(self):
@@ -111,6 +142,18 @@ class FactorOperator(ConsensusOperator):
         return np.asarray(self.H[rows].multiply(self.H[cols]).sum(axis=1)).ravel()
 
     def within_sums(self, labels):
+        """For each i, ``sum_j (D S D)_ij`` over the j in i's cluster, through H.
+
+        Parameters
+        ----------
+        labels : array_like of int, shape (n,)
+            Each element's cluster, ``0 .. c - 1``.
+
+        Returns
+        -------
+        ndarray of shape (n,)
+            Each element's row sum of P within its own cluster.
+        """
         labels = np.asarray(labels, dtype=np.int64)
         s = np.ones(self.n) if self.scale is None else self.scale
         E = sp.csr_array((s, (np.arange(self.n), labels)), shape=(self.n, int(labels.max()) + 1))
@@ -154,6 +197,15 @@ class FactorOperator(ConsensusOperator):
         return sp.csr_array((np.ones(a.size), (a, b)), shape=(K, K)), first
 
     def components(self):
+        """Connected components of the graph of ``H H^T``, found on the clusters' graph.
+
+        Returns
+        -------
+        count : int
+            The number of components.
+        labels : ndarray of int, shape (n,)
+            Each element's component.
+        """
         graph, first = self._pattern()
         _, labels = csgraph.connected_components(graph, directed=False)
         count_labels = np.unique(labels[first], return_inverse=True)
@@ -161,11 +213,23 @@ class FactorOperator(ConsensusOperator):
 
     @property
     def full_spectrum_cheap(self):
+        """Whether every eigenvalue is cheap: K small enough for the Gram matrix, or n small."""
         return self.n_clusters <= GRAM_MAX_K or self.n <= DENSE_SPECTRUM_MAX_N
 
     def gram(self, dtype=np.float64) -> np.ndarray:
-        """The ``K x K`` matrix ``(DH)^T (DH)``, accumulated in row blocks (in
-        ``dtype``: float32 halves the work where a rough spectrum will do)."""
+        """The ``K x K`` matrix ``(DH)^T (DH)``, accumulated in row blocks.
+
+        Parameters
+        ----------
+        dtype : numpy dtype, default numpy.float64
+            The precision of the sum: float32 halves the work where a rough
+            spectrum will do.
+
+        Returns
+        -------
+        ndarray of shape (K, K)
+            The Gram matrix, whose nonzero eigenvalues are those of P.
+        """
         K = self.n_clusters
         G = np.zeros((K, K), dtype=dtype)
         for start in range(0, self.n, _GRAM_BLOCK_ROWS):
@@ -177,6 +241,7 @@ class FactorOperator(ConsensusOperator):
 
     @property
     def rank_bound(self) -> int:
+        """An upper bound on the rank of S: ``min(n, K)``."""
         return min(self.n, self.n_clusters)
 
     @property
@@ -185,6 +250,26 @@ class FactorOperator(ConsensusOperator):
         return self.n_clusters <= GRAM_MAX_K
 
     def eigenvalues(self, k_hat=None, few=False):
+        """The ``k_hat`` largest eigenvalues of ``D S D``, descending, from the Gram matrix.
+
+        The nonzero eigenvalues of ``P = (DH)(DH)^T`` are those of the ``K x K``
+        Gram matrix; P has rank at most K, so the rest are zero.  When K is
+        larger than n, or too large for the Gram matrix, they come as for any
+        operator (:meth:`ConsensusOperator.eigenvalues`).
+
+        Parameters
+        ----------
+        k_hat : int, optional
+            How many eigenvalues (at most n); None for all of them.
+        few : bool, default False
+            A rough figure will do (a null draw's edge): the Gram matrix is
+            formed in float32 and the iterative solver stops at 1e-4.
+
+        Returns
+        -------
+        ndarray of shape (k_hat,)
+            The largest eigenvalues, descending.
+        """
         # the Gram matrix pays only while K < n; raw data's ensembles at sqrt(n) levels have
         # K > n, and a few eigenvalues are then cheaper by Lanczos than P formed densely
         if self.n_clusters > self.n and k_hat is not None and int(k_hat) < self.n - 1:
@@ -237,10 +322,22 @@ class FactoredOperator(FactorOperator):
         return FactoredOperator(self.H, scale, self.groups)
 
     def null_draw(self, rng):
-        """Label runs: each run's labels permuted over the elements it clustered
+        """One draw of the null model of H: the same memberships, placed at random.
+
+        Label runs: each run's labels permuted over the elements it clustered
         (every run keeps its cluster sizes, co-membership across runs is lost).
         Other factors: each row's entries moved to random columns (every element
         keeps its number of memberships, e.g. random neighbourhoods of the same size).
+
+        Parameters
+        ----------
+        rng : numpy.random.Generator
+            The source of the permutations.
+
+        Returns
+        -------
+        FactoredOperator
+            The unscaled null operator, with the same ``groups``.
         """
         H, r = self.H, None if self.groups is None else self.groups.size - 1
         if r is not None and H.nnz == self.n * r and np.all(np.diff(H.indptr) == r):
@@ -282,6 +379,19 @@ class FactoredOperator(FactorOperator):
 
     @classmethod
     def from_state(cls, state):
+        """The factored operator that :meth:`state` returned ``state`` for.
+
+        Parameters
+        ----------
+        state : dict of str to ndarray
+            The arrays of :meth:`state`: ``n``, ``K``, the CSR ``indices`` and
+            ``indptr`` of H, and, when present, ``data``, ``groups`` and ``scale``.
+
+        Returns
+        -------
+        FactoredOperator
+            The operator, scaled as it was.
+        """
         indices, indptr = state["indices"], state["indptr"]
         data = state.get("data")
         if data is None:

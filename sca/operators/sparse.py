@@ -44,8 +44,21 @@ class SparseOperator(ConsensusOperator):
         return SparseOperator(self.S, scale)
 
     def null_draw(self, rng):
-        """Off-diagonal entries shuffled symmetrically (rows and columns
-        relabelled independently, upper triangle mirrored); the diagonal kept."""
+        """Off-diagonal entries shuffled symmetrically; the diagonal kept.
+
+        Rows and columns are relabelled independently and the upper triangle is
+        mirrored.
+
+        Parameters
+        ----------
+        rng : numpy.random.Generator
+            The source of the permutations.
+
+        Returns
+        -------
+        SparseOperator
+            The unscaled shuffled matrix.
+        """
         return SparseOperator(shuffled_symmetric(self.S, rng))
 
     def _state(self):
@@ -53,6 +66,19 @@ class SparseOperator(ConsensusOperator):
 
     @classmethod
     def from_state(cls, state):
+        """The sparse operator that :meth:`state` returned ``state`` for.
+
+        Parameters
+        ----------
+        state : dict of str to ndarray
+            The arrays of :meth:`state`: ``n``, the CSR ``data``, ``indices`` and
+            ``indptr``, and, when scaled, ``scale``.
+
+        Returns
+        -------
+        SparseOperator
+            The operator, scaled as it was.
+        """
         n = int(state["n"])
         S = sp.csr_array((state["data"], state["indices"], state["indptr"]), shape=(n, n))
         return cls(S, state.get("scale"))

@@ -22,10 +22,17 @@ def operator_state(op: ConsensusOperator) -> dict[str, np.ndarray]:
     Parameters
     ----------
     op : ConsensusOperator
+        The operator to save, in any form and scaled or not.
 
     Returns
     -------
     dict of str to ndarray
+        Plain numeric arrays (``kind``, ``n``, ``scale`` when scaled, and the
+        form's own) that :func:`operator_from_state` restores.
+
+    See Also
+    --------
+    operator_from_state : The operator back from these arrays.
     """
     return op.state()
 
@@ -47,6 +54,10 @@ def operator_from_state(state: dict) -> ConsensusOperator:
     ------
     ValueError
         If ``state["kind"]`` names no form.
+
+    See Also
+    --------
+    operator_state : The arrays this function reads.
     """
     kind = str(state["kind"])
     form = FORMS.get(kind)

@@ -87,7 +87,19 @@ def with_ids(result: Mapping, ids: list | None) -> dict:
 
 
 def balance_dict(balanced) -> dict:
-    """What the result reports of balancing (JSON-ready)."""
+    """What the result reports of balancing (JSON-ready).
+
+    Parameters
+    ----------
+    balanced : BalanceResult
+        The outcome of :func:`sca.balance`.
+
+    Returns
+    -------
+    dict
+        ``iterations``, ``residual`` and ``components`` (the connected
+        components of S).
+    """
     return {
         "iterations": int(balanced.iterations),
         "residual": float(balanced.residual),
@@ -96,7 +108,20 @@ def balance_dict(balanced) -> dict:
 
 
 def spectrum_dict(spec) -> dict:
-    """What the result reports of the spectrum (JSON-ready; no gap is ``None``)."""
+    """What the result reports of the spectrum (JSON-ready; no gap is ``None``).
+
+    Parameters
+    ----------
+    spec : SpectrumResult
+        The outcome of :func:`sca.spectrum`.
+
+    Returns
+    -------
+    dict
+        ``k``, ``eigenvalues``, ``lambda2``, ``gap``, ``rule``, ``k_hat``,
+        ``noise_floor``, ``noise_floors``, ``k_signal``, ``structure``,
+        ``k_hat_capped``, ``notes``, ``k_candidates`` and ``k_scores``.
+    """
     return {
         "k": int(spec.k),
         "eigenvalues": spec.eigenvalues.tolist(),
@@ -121,9 +146,38 @@ def result_dict(
     """The JSON result of a clustering (same shape for the CLI and the service).
 
     ``balance`` and ``spectrum`` are :func:`balance_dict` and
-    :func:`spectrum_dict` (a worker stores them between stages); the elements
-    are named by ``ids`` when given (:func:`with_ids`), and ``timings``
-    (seconds per stage) is reported when given.
+    :func:`spectrum_dict` (a worker stores them between stages).
+
+    Parameters
+    ----------
+    S : ConsensusOperator
+        The consensus matrix (for the uncoupling measure of S).
+    P : ConsensusOperator
+        The balanced ``P = D S D``.
+    balance : dict
+        :func:`balance_dict` of the balancing.
+    spectrum : dict
+        :func:`spectrum_dict` of the spectrum.
+    result : IterationResult
+        The outcome of :func:`sca.iterate`.
+    ids : sequence of str, optional
+        The elements' names; when given the elements are named by them
+        (:func:`with_ids`), else by 0-based index.
+    timings : dict of str to float, optional
+        Seconds per stage, reported when given (the diagnostics' are added).
+
+    Returns
+    -------
+    dict
+        ``n``, ``k``, ``clusters``, ``labels``, the spectrum's entries,
+        ``confidence``, ``cluster_confidence``, ``cluster_uncoupling``,
+        ``balancing``, ``iterations``, ``uncoupling`` (σ of S and of P,
+        Definition 2.7), ``solutions``, ``failed_starts``, ``rounds`` and, when
+        present, ``ids``, ``membership``, ``trace`` and ``timings``.
+
+    See Also
+    --------
+    cluster : Runs every stage and returns this dict.
     """
     labels = result.labels
     order = np.argsort(labels, kind="stable")  # members of each cluster, ascending
@@ -208,7 +262,49 @@ def custom_result(
     X=None,
     limit: int | None = None,
 ) -> dict:
-    """The custom cluster of one element, plus raw-data neighbours when X is given."""
+    """The custom cluster of one element, plus raw-data neighbours when X is given.
+
+    Parameters
+    ----------
+    P : ConsensusOperator
+        The balanced ``P = D S D``.
+    element : int or str
+        The target element, by id (when ``ids`` are given) or 0-based index.
+    ids : sequence of str, optional
+        The elements' names: n distinct strings.
+    k : int, default 2
+        Clusters per split (:func:`sca.custom_cluster`).
+    min_size : int, default 1
+        The smallest size of the target's cluster.
+    max_size : int, optional
+        The largest size of the target's cluster; default n.
+    max_iterations : int, default 1000
+        The most steps taken.
+    X : array_like of shape (n, m), optional
+        The raw data: its 2-norm and cosine nearest neighbours are added
+        (:func:`sca.neighbours`), as the paper's table compares them.
+    limit : int, optional
+        Rank only the ``limit`` closest elements (6 neighbours by default).
+
+    Returns
+    -------
+    dict
+        ``element``, ``cluster``, ``ranked`` (``{"id", "score"}``),
+        ``iterations``, ``k`` and, with X, ``euclidean`` and ``cosine``
+        (``{"id", "score", "distance"}``), elements named by ``ids``.
+
+    Raises
+    ------
+    SCAError
+        When ``ids`` are not n distinct strings (``field="ids"``), no element
+        is ``element`` (``"element"``), or as :func:`sca.custom_cluster` raises.
+    IterationError
+        As :func:`sca.custom_cluster` raises it.
+
+    See Also
+    --------
+    sca.custom_cluster : The custom clustering algorithm (Sec. 5.3, Fig. 5.2).
+    """
     ids = check_ids(ids, P.n)
     index = resolve_element(element, ids, P.n)
     found = custom_cluster(P, index, k, min_size, max_size, max_iterations, limit)

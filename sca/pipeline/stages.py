@@ -83,7 +83,7 @@ class Stage:
 
 
 def _balancing(artifacts: Mapping, options: dict) -> dict:
-    """Sinkhorn-Knopp: P = D S D (Sec. 3.1)."""
+    """Sinkhorn-Knopp: P = D S D (Sec. 2.2)."""
     balanced = balance(
         artifacts["S"], tol=options["tol"], max_iter=options["balance_max_iterations"]
     )
@@ -91,7 +91,7 @@ def _balancing(artifacts: Mapping, options: dict) -> dict:
 
 
 def _spectral(artifacts: Mapping, options: dict) -> dict:
-    """Eigenvalues of P and k (Sec. 3.2): the user's, or by the k rule; on raw
+    """Eigenvalues of P and k (Sec. 2.4 and 3): the user's, or by the k rule; on raw
     data clustered by k-means, against reference data run through the same
     ensemble (:func:`sca.pipeline.null_reference`)."""
     P = artifacts["P"]
@@ -114,8 +114,28 @@ def iteration(P, k: int, candidates, options: dict):
 
 
 def iteration_dict(P, spectrum: dict, options: dict):
-    """:func:`iteration` from a stored :func:`spectrum_dict`; returns the dict
-    with the chosen k (and its gap and the candidates' scores) and the result."""
+    """The iteration stage from a stored :func:`spectrum_dict`.
+
+    :func:`iteration` with the k (or the candidates) the spectrum chose.
+
+    Parameters
+    ----------
+    P : ConsensusOperator
+        The balanced ``P = D S D``.
+    spectrum : dict
+        The spectrum's :func:`spectrum_dict`.
+    options : dict
+        Checked options; the iteration's (``seed``, ``starts``, ``stable``,
+        ``max_iterations``, ``split``, ...) are read.
+
+    Returns
+    -------
+    choice : dict
+        The spectrum's dict with the chosen k, its gap and the candidates'
+        scores (``k_scores``).
+    result : IterationResult
+        The outcome of the iteration at that k.
+    """
     k, scores, result = iteration(P, spectrum["k"], spectrum.get("k_candidates") or (), options)
     values = spectrum["eigenvalues"]
     gap = values[k - 1] - values[k] if k < len(values) else None
@@ -128,13 +148,13 @@ def iteration_dict(P, spectrum: dict, options: dict):
 
 
 def _iteration(artifacts: Mapping, options: dict) -> dict:
-    """The stochastic iteration x_t^T = x_{t-1}^T P (Sec. 3.3)."""
+    """The stochastic iteration x_t^T = x_{t-1}^T P (Sec. 3)."""
     choice, result = iteration_dict(artifacts["P"], artifacts["spectrum"], options)
     return {"choice": choice, "iteration": result}
 
 
 def _diagnostics(artifacts: Mapping, options: dict) -> dict:
-    """The result with its uncoupling measures and confidences (Sec. 4)."""
+    """The result with its uncoupling measures and confidences (Definition 2.7)."""
     P = artifacts["P"]
     result = result_dict(
         P.unscaled(), P, artifacts["balance"], artifacts["choice"], artifacts["iteration"]
@@ -244,9 +264,47 @@ def run_stages(
 ):
     """Balancing, spectrum and iteration on operator S.
 
-    Returns ``(balanced, spectrum_result, iteration_result, timings)``;
-    ``progress(stage, fraction)`` is called as each stage starts; ``raw`` as
-    for :func:`prepare`.
+    The stages of :data:`STAGES` up to the iteration, as :func:`cluster` walks
+    them (Fig. 3.1, steps 2-5).
+
+    Parameters
+    ----------
+    S : ConsensusOperator
+        The consensus operator.
+    options : dict, optional
+        Clustering options (:mod:`sca.options`); defaults fill the rest.
+    timings : dict, optional
+        Receives the seconds per stage (a new dict when None).
+    progress : callable, optional
+        ``progress(stage, fraction)`` is called as each stage starts.
+    raw : RawData, optional
+        As for :func:`prepare`: from :func:`build_operator`, gives raw data its
+        reference null (:func:`null_reference`).
+
+    Returns
+    -------
+    balanced : BalanceResult
+        The balancing.
+    spectrum : SpectrumResult
+        The spectrum, with the k the iteration chose (its gap and the
+        candidates' scores).
+    result : IterationResult
+        The iteration's outcome.
+    timings : dict of str to float
+        Seconds per stage.
+
+    Raises
+    ------
+    SCAError
+        When an option is invalid (``field`` names it, e.g. ``"options.k"``).
+    BalancingError
+        When balancing stops at its iteration cap.
+    IterationError
+        When no start of the iteration settles within ``max_iterations``.
+
+    See Also
+    --------
+    cluster : Every stage, from the input to the JSON result.
     """
     timings = {} if timings is None else timings
     done = walk(_start(S, raw), _options(options, S.n), "iteration", timings, progress)
@@ -280,7 +338,59 @@ def clustering(
 
 
 def cluster(ids=None, options=None, progress=None, **inputs) -> dict:
-    """The stochastic clustering algorithm end to end (Fig. 3.1)."""
+    """The stochastic clustering algorithm end to end (Fig. 3.1).
+
+    The consensus operator is reached from exactly one input; the stages of
+    :data:`STAGES` (balancing, spectrum, iteration, diagnostics) then run on it.
+    Raw data without ``ensemble`` or ``snn`` is clustered by
+    :func:`sca.ensemble.default_ensemble`.
+
+    Parameters
+    ----------
+    ids : sequence of str, optional
+        The elements' names, n distinct strings; the result names the elements
+        by them (0-based indices without).
+    options : dict, optional
+        Clustering options (:mod:`sca.options`: ``k``, ``rule``, ``seed``,
+        ``scale``, ...); defaults fill the rest.
+    progress : callable, optional
+        ``progress(stage, fraction)`` is called as each stage starts (and as
+        an ensemble's runs finish).
+    **inputs : dict, optional
+        Exactly one input: ``consensus`` (an ``n x n`` similarity matrix),
+        ``labels`` (``n x r`` label runs) or ``data`` (``n x m`` raw data),
+        the last with, optionally, ``ensemble`` (a spec, as for
+        :func:`sca.ensemble_labels`) or ``snn`` (κ, or
+        ``{"kappa", "metric"}``).
+
+    Returns
+    -------
+    dict
+        The JSON result (:func:`result_dict`), with the elements named by
+        ``ids`` and per-stage ``timings``.
+
+    Raises
+    ------
+    SCAError
+        When the inputs are not exactly one (``field="input"``), an input is
+        invalid (``field`` names it: ``"consensus"``, ``"labels"``, ``"data"``,
+        ``"ensemble[0].k"``, ``"ids"``, ...) or an option is
+        (``"options.k"``, ...).
+    BalancingError
+        When balancing stops at its iteration cap.
+    IterationError
+        When no start of the iteration settles within ``max_iterations``.
+
+    See Also
+    --------
+    StochasticClustering : The same as a scikit-learn estimator.
+    run_stages : The stages on an operator already built.
+
+    References
+    ----------
+    .. [1] C. D. Meyer and C. D. Wessell, Stochastic Data Clustering, Sec. 3,
+       Fig. 3.1.
+    """
     timings: dict = {}
     seed = (options or {}).get("seed", 0)
     scale = (options or {}).get("scale")
