@@ -7,7 +7,8 @@ Examples
 >>> job = Client("http://127.0.0.1:8000").submit(consensus=S)      # doctest: +SKIP
 >>> job.wait(progress=True)["result"]["clusters"]                  # doctest: +SKIP
 
-:mod:`sca_client.client` holds :class:`Client` and :class:`Job`,
+:mod:`sca_client.client` holds :class:`Client` (its queries on a finished
+job in :mod:`sca_client.queries`), :mod:`sca_client.job` :class:`Job`,
 :mod:`sca_client.errors` the typed errors of problem+json answers,
 :mod:`sca_client.events` the job's event stream, :mod:`sca_client.submit` and
 :mod:`sca_client.query` the commands, which the core's command line finds
@@ -15,7 +16,7 @@ through the ``sca.commands`` entry points (pyproject.toml).  This package
 depends on the core (:mod:`sca`) only, never on the worker or the service.
 """
 
-from .client import ACTIVE, Client, Job
+from .client import Client
 from .errors import (
     ERRORS,
     BadRequest,
@@ -39,6 +40,7 @@ from .errors import (
     WaitTimeout,
     error_for,
 )
+from .job import ACTIVE, Job
 
 __all__ = [
     "ACTIVE",
