@@ -21,7 +21,7 @@ from .options import limit
 
 ROOT = Path(__file__).resolve().parents[1]
 SOURCE = (
-    "generated from sca/options.py by `python -m sca_service.options_docs --write`; do not edit"
+    "generated from sca/options/records.py by `python -m sca_service.options_docs --write`; do not edit"
 )
 TABLE_MARKERS = (f"<!-- BEGIN options: {SOURCE} -->", "<!-- END options -->")
 OPENAPI_MARKERS = (f"    # BEGIN options: {SOURCE}", "    # END options")
@@ -177,7 +177,7 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(
         prog="python -m sca_service.options_docs",
         description=f"Generate the options tables of {OPTIONS_PAGE} and the "
-        "Options schema of openapi.yaml from sca/options.py.",
+        "Options schema of openapi.yaml from sca/options/records.py.",
     )
     what = p.add_mutually_exclusive_group(required=True)
     what.add_argument("--write", action="store_true", help="rewrite both files' regions")

@@ -20,7 +20,7 @@ LIMITS = {"SCA_MAX_K": 50, "SCA_MAX_K_HAT": 60, "SCA_MAX_ITERATIONS": 70, "SCA_M
 
 def test_the_committed_readme_and_openapi_match_the_registry():
     """Fails when the docs' options tables or openapi.yaml's Options schema drift
-    from sca/options.py: run ``python -m sca_service.options_docs --write``."""
+    from sca/options/records.py: run ``python -m sca_service.options_docs --write``."""
     for path, text in generated().items():
         assert path.read_text(encoding="utf-8") == text, (
             f"{path.name} is out of date: run python -m sca_service.options_docs --write"
