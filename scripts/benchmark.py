@@ -45,7 +45,7 @@ import tracemalloc
 from pathlib import Path
 
 import numpy as np
-from shared import PEER_MAX_N, spectral_clustering
+from shared import PEER_MAX_N, PERFORMANCE_DOC, spectral_clustering, write_table
 
 #: Above this n the second (tracemalloc) pass and the k rule's separate timing are skipped.
 TRACED_MAX_N = 1_000_000
@@ -353,7 +353,7 @@ def raw_one(n: int, d: int, repeats: int, seed: int) -> dict:
 
 
 RAW_HEADER = (
-    "| n x d | runs | sca wall s | sca CPU s | peer wall s | peer CPU s | ratio | k | ARI "
+    "| n × d | runs | sca wall s | sca CPU s | peer wall s | peer CPU s | ratio | k | ARI "
     "| target s | met |\n"
     "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | :--- |"
 )
@@ -362,7 +362,7 @@ RAW_HEADER = (
 def raw_row(row: dict) -> str:
     met = "—" if row["met"] is None else ("met" if row["met"] else "not met")
     cells = [
-        f"{row['n']:,} x {row['d']}",
+        f"{row['n']:,} × {row['d']}",
         str(row["runs"]),
         _fmt(row["sca_wall"], ".2f"),
         _fmt(row["sca_cpu"], ".2f"),
@@ -377,7 +377,7 @@ def raw_row(row: dict) -> str:
     return "| " + " | ".join(cells) + " |"
 
 
-def raw_main(args) -> int:
+def raw_main(args, argv) -> int:
     """``--raw``: each size in a process of its own, its repeats alternating."""
     import os
 
@@ -396,16 +396,23 @@ def raw_main(args) -> int:
         proc = subprocess.run(cmd, capture_output=True, text=True, check=True)
         rows.append(json.loads(proc.stdout.strip().splitlines()[-1]))
         print(json.dumps(rows[-1]), flush=True)
+    table = "\n".join([RAW_HEADER, *(raw_row(row) for row in rows)])
     print()
-    print(RAW_HEADER)
-    for row in rows:
-        print(raw_row(row))
+    print(table)
     print(
         "sca = the whole default job (ensemble, consensus, balancing, spectrum, iteration);"
         " CPU = every thread of the process; ratio = sca wall / peer wall; target = wall"
         " seconds of the whole default job"
     )
+    if args.write:
+        write_table(args.write, "raw", table, _command(argv))
     return 0
+
+
+def _command(argv) -> str:
+    """The command line that ran this script (``argv`` or ``sys.argv``), for the page."""
+    args = sys.argv[1:] if argv is None else list(argv)
+    return " ".join(["python scripts/benchmark.py", *args])
 
 
 def main(argv=None) -> int:
@@ -430,6 +437,14 @@ def main(argv=None) -> int:
         metavar="NxD",
         help="sizes of the raw-data rows (default: %(default)s)",
     )
+    parser.add_argument(
+        "--write",
+        type=Path,
+        nargs="?",
+        const=PERFORMANCE_DOC,
+        metavar="PAGE",
+        help="also write the table into its place in PAGE (default: docs/performance.md)",
+    )
     parser.add_argument("--raw-one", type=_raw_size, help=argparse.SUPPRESS)
     parser.add_argument("--one", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--seed", type=int, default=0, help=argparse.SUPPRESS)
@@ -438,7 +453,7 @@ def main(argv=None) -> int:
         print(json.dumps(raw_one(*args.raw_one, args.repeats, args.seed)))
         return 0
     if args.raw:
-        return raw_main(args)
+        return raw_main(args, argv)
     if args.one:
         print(
             json.dumps(
@@ -473,10 +488,14 @@ def main(argv=None) -> int:
         rows_out.append(summary(n, rows))
         print(json.dumps(rows_out[-1]), flush=True)
     print()
-    if args.markdown:
-        print(MARKDOWN_HEADER)
-    for row in rows_out:
-        print(markdown_row(row) if args.markdown else text_row(row))
+    if args.markdown or args.write:
+        table = "\n".join([MARKDOWN_HEADER, *(markdown_row(row) for row in rows_out)])
+        print(table)
+        if args.write:
+            write_table(args.write, "labels", table, _command(argv))
+    else:
+        for row in rows_out:
+            print(text_row(row))
     print(
         "stages = balancing + spectral + iteration (from label runs); build = the label"
         " operator from the labels; k rule = the noise floor's null draws (inside spectral),"
