@@ -119,10 +119,11 @@ def validate(
         _check_spectral(out, n)
     elif group == "custom":
         low, high = out.get("min_size"), out.get("max_size")
-        if low is not None and high is not None and high < low:
-            raise SCAError(f"max_size must be at least min_size = {low}, got {high}", "max_size")
+        # min_size first: past n it is the one at fault, whatever max_size (n by default)
         if n is not None and low is not None and low > n:
             raise SCAError(f"min_size must be at most n = {n}, got {low}", "min_size")
+        if low is not None and high is not None and high < low:
+            raise SCAError(f"max_size must be at least min_size = {low}, got {high}", "max_size")
     return out
 
 

@@ -143,3 +143,11 @@ def test_unmet_bounds_name_the_bound_and_the_sizes_reached(baseball):
     with pytest.raises(sca.IterationError, match=r"never had fewer than 3 elements") as info:
         sca.custom_cluster(P, 0, 2, min_size=1, max_size=2, max_iterations=50)
     assert info.value.field == "max_size"
+
+
+def test_a_min_size_above_n_is_named_even_with_max_size_left_at_n():
+    P = sca.balance(sca.consensus_operator(BASEBALL_S)).P
+    with pytest.raises(sca.SCAError) as raised:
+        sca.custom_cluster(P, 0, k=2, min_size=7)
+    assert raised.value.field == "min_size"
+    assert "at most n = 6" in str(raised.value)
