@@ -13,7 +13,7 @@ import sca_client as c
 from sca_client.events import parse
 from sca_service import create_app, front
 from tests.conftest import BASEBALL_BODY, Terminal
-from tests.receiver import Receiver, verify
+from tests.receiver import Receiver, fake_dns, verify
 from tests.service.conftest import KEY_A, KEY_B, Gate, IdleQueue
 from tests.service.serving import serve
 
@@ -240,15 +240,51 @@ def test_webhooks_from_the_embedded_runner():
         ({"callback_secret": SECRET}, "callback_secret"),
     ],
 )
-def test_callbacks_refused_at_submission(client, extra, field):
+def test_callbacks_refused_at_submission(make_client, extra, field, monkeypatch):
+    fake_dns(monkeypatch, {"example.com": ["192.0.2.1"]})
+    client = make_client(SCA_WEBHOOK_ALLOW="example.com,192.0.2.0/24")
     response = client.post("/v1/jobs", json={**BASEBALL_BODY, **extra})
     assert response.status_code == 422, response.get_data(as_text=True)
     assert list(response.get_json()["errors"]) == [field]
 
 
-def test_a_callback_as_a_form_part(make_client):
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://2130706433/h",
+        "http://0177.0.0.1/h",
+        "http://0x7f.1/h",
+        "http://127.1/h",
+        "http://0/h",
+        "http://loopback.example.test/h",
+        "http://[::7f00:1]/h",
+        "http://[2002:7f00:1::1]/h",
+        "http://[::ffff:0:7f00:1]/h",
+        "http://[64:ff9b::a9fe:a9fe]/h",
+        "http://v6.example.test/h",
+    ],
+)
+def test_every_spelling_of_a_local_callback_is_refused_at_submission(client, url, monkeypatch):
+    """Each spelling of loopback or the metadata address, and names answered with
+    one, is a 422 naming callback_url; nothing is queued."""
+    fake_dns(
+        monkeypatch,
+        {"loopback.example.test": ["127.0.0.1"], "v6.example.test": ["::ffff:0:7f00:1"]},
+    )
+    response = client.post(
+        "/v1/jobs", json={**BASEBALL_BODY, "callback_url": url, "callback_secret": SECRET}
+    )
+    assert response.status_code == 422, response.get_data(as_text=True)
+    assert response.headers["Content-Type"] == "application/problem+json"
+    assert list(response.get_json()["errors"]) == ["callback_url"]
+
+
+def test_a_callback_as_a_form_part(make_client, monkeypatch):
+    fake_dns(monkeypatch, {"hooks.example.com": ["192.0.2.1"], "example.org": ["192.0.2.2"]})
     allowed = make_client(
-        SCA_WEBHOOK_ALLOW="*.example.com", SCA_WEBHOOK_SECRET="x" * 20, SCA_QUEUE=IdleQueue()
+        SCA_WEBHOOK_ALLOW="*.example.com,192.0.2.0/24",
+        SCA_WEBHOOK_SECRET="x" * 20,
+        SCA_QUEUE=IdleQueue(),
     )  # nothing runs, so nothing is sent
     form = {
         "file": (open(__file__, "rb"), "S.csv"),

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import io
 import json
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 
 import numpy as np
 import redis
@@ -51,11 +51,8 @@ class StoreBase:
         self.prefix = prefix
         self._scripts = {
             name: client.register_script(getattr(scripts, name))
-            for name in ("HSET_IF", "HINCR_IF", "SWAP", "DELETE_IF", "PAGE", "CENSUS_STEP")
+            for name in ("HSET_IF", "HINCR_IF", "SWAP", "DELETE_IF", "PAGE", "CENSUS_STEP", "CLAIM")
         }
-        #: Who delivers the webhooks of the jobs that finish in this process:
-        #: ``send(job_id, status)`` (see :func:`sca_worker.webhooks.attach`).
-        self.send_webhook: Callable[[str, str], object] | None = None
 
     @classmethod
     def from_url(cls, url: str, timeout: float = DEFAULTS["SCA_REDIS_TIMEOUT"], **kwargs):

@@ -6,6 +6,8 @@
   to one watchdog only);
 * per-key limits (:mod:`sca_service.limits`): a counter per key and second,
   and a set of active jobs per key;
+* the webhook queue (:mod:`sca_worker.webhooks`): the sorted set ``webhooks``
+  of pending deliveries by when they are due, claimed with a lease;
 * the broker's queue, for the metrics: kombu's lists of waiting messages (one
   per priority) and its hash of messages delivered and not yet acknowledged;
 * Redis's own state, for ``/readyz`` (:mod:`sca_worker.capacity`): ``INFO``
@@ -87,6 +89,27 @@ class Store(Records):
     def waiting_messages(self) -> list[bytes]:
         """The broker's waiting messages (their raw bodies)."""
         return list(self.client.lrange(self.key(keys.queue()), 0, -1))
+
+    # -- the webhook queue ------------------------------------------------------------------------
+    def queue_webhook(self, member: str, due: float) -> None:
+        """Have a delivery (``<job id>:<status>``) due at ``due`` (unix seconds)."""
+        self.client.zadd(self.key(keys.webhooks()), {member: due})
+
+    def claim_webhooks(self, now: float, lease: float, limit: int) -> list[str]:
+        """Take at most ``limit`` deliveries due by ``now``; each is due again
+        ``lease`` seconds later unless it is queued again or dropped meanwhile."""
+        members = self._scripts["CLAIM"](
+            keys=[self.key(keys.webhooks())], args=[now, now + lease, int(limit)]
+        )
+        return [_text(m) for m in members]
+
+    def drop_webhook(self, member: str) -> None:
+        """A delivery done with (delivered or given up) leaves the queue."""
+        self.client.zrem(self.key(keys.webhooks()), member)
+
+    def webhooks_waiting(self) -> int:
+        """Deliveries in the webhook queue (due or not)."""
+        return int(self.client.zcard(self.key(keys.webhooks())))
 
     # -- per-key limits ------------------------------------------------------------------------
     def count_request(self, owner: str, second: int) -> int:

@@ -20,6 +20,8 @@ name                       what                            written by
 ``refs:<h_input>``         the jobs using an input (set)   API
 ``lock:<name>``            a lock shared by every process  the store
 ``webhook:<id>``           a webhook awaiting delivery     workers, API
+``webhooks``               ``<job>:<status>`` deliveries   workers, API
+                           by when due (sorted set)
 ``plot:<id>:<plot>``       a drawn plot (bytes)            API
 ``jobs:<owner>``           an owner's jobs, newest first   API
                            (sorted set)
@@ -112,6 +114,12 @@ def lock(name: str) -> str:
 def webhook(job_id: str) -> str:
     """What a finished job's webhook delivery needs (see :mod:`sca_worker.webhooks`)."""
     return f"webhook:{job_id}"
+
+
+def webhooks() -> str:
+    """The webhook queue: ``<job id>:<status>`` of each pending delivery by the
+    time its next attempt is due (a claimed one: when its claim lapses)."""
+    return "webhooks"
 
 
 def plot(job_id: str, plot_name: str, fmt: str) -> str:

@@ -82,3 +82,12 @@ for value, count in pairs(values) do table.insert(out[2], value); table.insert(o
 for kind, size in pairs(sizes) do table.insert(out[3], kind); table.insert(out[3], size) end
 return out
 """
+
+# Claims the due members of a sorted set: each is pushed back to a lease's end,
+# so a claimer that dies leaves it due again then.  KEYS[1] sorted set;
+# ARGV: now, lease end, most to claim.  Returns the members.
+CLAIM = """
+local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, ARGV[3])
+for _, member in ipairs(due) do redis.call('ZADD', KEYS[1], ARGV[2], member) end
+return due
+"""
