@@ -50,7 +50,8 @@ class EmbeddedRunner:
             max_workers=max(1, int(workers)), thread_name_prefix="sca-job"
         )
         self.futures: dict[str, Future] = {}
-        self.deliverer = webhooks.Deliverer(store, self.settings).start()
+        self.deliverer = webhooks.Deliverer(store, self.settings)
+        store.on_webhook = self.deliverer.wake  # its thread starts with the first webhook
 
     def submit(self, job_id: str) -> str:
         future = self.pool.submit(self._run, job_id)

@@ -221,6 +221,35 @@ def test_webhooks_from_the_embedded_runner():
         receiver.close()
 
 
+def test_embedded_webhooks_never_take_the_job_threads():
+    """Four jobs call a receiver that never answers within SCA_WEBHOOK_TIMEOUT: the
+    next job still runs at once on the two job threads."""
+    silent = Receiver(delay=30)
+    app = _app(SCA_WEBHOOK_ALLOW="127.0.0.1", SCA_WEBHOOK_TIMEOUT=3, SCA_WEBHOOK_RETRIES=0)
+    try:
+        with serve(app) as url:
+            for seed in range(4):
+                body = {
+                    **BASEBALL_BODY,
+                    "options": {"seed": 500 + seed},
+                    "callback_url": silent.url,
+                    "callback_secret": SECRET,
+                }
+                assert requests.post(f"{url}/v1/jobs", json=body, timeout=10).status_code == 202
+            silent.wait(2, timeout=10)
+            start = time.monotonic()
+            body = {**BASEBALL_BODY, "options": {"seed": 599}}
+            job = requests.post(f"{url}/v1/jobs", json=body, timeout=10).json()
+            while requests.get(f"{url}/v1/jobs/{job['id']}", timeout=10).json()["status"] in (
+                "queued",
+                "running",
+            ):
+                assert time.monotonic() - start < 2.5, "the job waited behind webhooks"
+                time.sleep(0.05)
+    finally:
+        silent.close()
+
+
 @pytest.mark.parametrize(
     "extra, field",
     [

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import io
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 import numpy as np
 import redis
@@ -53,6 +53,9 @@ class StoreBase:
             name: client.register_script(getattr(scripts, name))
             for name in ("HSET_IF", "HINCR_IF", "SWAP", "DELETE_IF", "PAGE", "CENSUS_STEP", "CLAIM")
         }
+        #: Called when this process queues a webhook: the embedded runner's deliverer
+        #: starts then (see :class:`sca_worker.webhooks.Deliverer`); None elsewhere.
+        self.on_webhook: Callable[[], object] | None = None
 
     @classmethod
     def from_url(cls, url: str, timeout: float = DEFAULTS["SCA_REDIS_TIMEOUT"], **kwargs):

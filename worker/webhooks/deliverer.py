@@ -53,17 +53,24 @@ class Deliverer:
         self.running = 0
         self.lock = threading.Lock()
         self.stopping = threading.Event()
-        self.wake = threading.Event()
+        self.wake_up = threading.Event()
         self.thread = threading.Thread(target=self._loop, name="sca-webhooks", daemon=True)
 
     def start(self) -> Deliverer:
-        self.thread.start()
+        with self.lock:
+            if self.thread.ident is None and not self.stopping.is_set():
+                self.thread.start()
         return self
+
+    def wake(self) -> None:
+        """Look at the queue now (starting, the first time)."""
+        self.start()
+        self.wake_up.set()
 
     def stop(self) -> None:
         """Claim nothing more; attempts under way end within their deadline."""
         self.stopping.set()
-        self.wake.set()
+        self.wake_up.set()
         self.pool.shutdown(wait=False, cancel_futures=True)
 
     def _loop(self) -> None:
@@ -76,8 +83,8 @@ class Deliverer:
             except Exception:  # noqa: BLE001 - the loop outlives any one bad entry
                 log.exception("webhook queue")
                 self.stopping.wait(1.0)
-            self.wake.wait(POLL)
-            self.wake.clear()
+            self.wake_up.wait(POLL)
+            self.wake_up.clear()
 
     def poll(self) -> int:
         """Start the attempts of due deliveries while threads are free; how many started."""
@@ -122,7 +129,7 @@ class Deliverer:
             log.warning("job %s: webhook attempt not recorded: %s", job_id, type(exc).__name__)
         finally:
             self._release(sender)
-            self.wake.set()
+            self.wake_up.set()
 
     def _release(self, sender: str) -> None:
         with self.lock:

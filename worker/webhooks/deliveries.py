@@ -188,6 +188,8 @@ def dispatch(store: Store, record: dict, status: str) -> None:
     try:
         prepare(store, record, status)
         store.queue_webhook(f"{record['id']}:{status}", time.time())
+        if store.on_webhook is not None:
+            store.on_webhook()
     except Exception as exc:  # noqa: BLE001 - the job is finished whatever happens here
         log.warning("job %s: webhook not queued: %s", record["id"], exc)
         _note(store, record["id"], "failed", 0, f"not queued: {type(exc).__name__}")
