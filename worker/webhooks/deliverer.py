@@ -101,12 +101,11 @@ class Deliverer:
                 continue
             number, sender = pending
             with self.lock:
-                if self.busy[sender] >= self.per_sender:
-                    sender = None
-                else:
+                taken = self.busy[sender] < self.per_sender
+                if taken:
                     self.busy[sender] += 1
                     self.running += 1
-            if sender is None:
+            if not taken:
                 self.store.queue_webhook(member, time.time() + SENDER_BUSY)
                 continue
             try:
