@@ -55,6 +55,9 @@ DEFAULTS: dict[str, Any] = {
     # them one sender (an API key, or a receiver's host without keys) may hold.
     "SCA_WEBHOOK_CONCURRENCY": 8,
     "SCA_WEBHOOK_PER_SENDER": 2,
+    # Stage tasks of one API key's jobs running at once across every worker
+    # (sca_worker.share); more wait, so other keys get the processes.  0: no cap.
+    "SCA_MAX_RUNNING_PER_KEY": 0,
 }
 
 #: Spellings of a flag's two values (any case).
@@ -138,6 +141,7 @@ def resolve(settings: Mapping) -> dict:
         ("SCA_WEBHOOK_RETRIES", 0),
         ("SCA_WEBHOOK_CONCURRENCY", 0),
         ("SCA_WEBHOOK_PER_SENDER", 1),
+        ("SCA_MAX_RUNNING_PER_KEY", 0),
     ):
         if resolved[name] < least:
             raise ValueError(f"{name} ({resolved[name]}) must be {least} or more")

@@ -51,7 +51,16 @@ class StoreBase:
         self.prefix = prefix
         self._scripts = {
             name: client.register_script(getattr(scripts, name))
-            for name in ("HSET_IF", "HINCR_IF", "SWAP", "DELETE_IF", "PAGE", "CENSUS_STEP", "CLAIM")
+            for name in (
+                "HSET_IF",
+                "HINCR_IF",
+                "SWAP",
+                "DELETE_IF",
+                "PAGE",
+                "CENSUS_STEP",
+                "CLAIM",
+                "TAKE_SHARE",
+            )
         }
         #: Called when this process queues a webhook: the embedded runner's deliverer
         #: starts then (see :class:`sca_worker.webhooks.Deliverer`); None elsewhere.

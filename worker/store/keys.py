@@ -29,6 +29,10 @@ name                       what                            written by
 ``rate:<owner>:<second>``  requests of a key in a second   API
 ``active:<owner>``         a key's queued/running jobs     API
                            (set)
+``share:<owner>``          a key's running stage tasks by  workers
+                           lease end (sorted set)
+``share:<owner>:waiting``  its tasks waiting for a slot    workers
+                           (sorted set)
 ``metrics:<histogram>``    a histogram's counters (hash)   API, workers
 ``heartbeats``             ``<job>|<task>`` by last beat   workers
                            (sorted set)
@@ -145,6 +149,16 @@ def rate(owner: str, second: int) -> str:
 def active(owner: str) -> str:
     """The queued or running jobs of an API key."""
     return f"active:{owner}"
+
+
+def share(owner: str) -> str:
+    """The stage tasks of an API key running now (see :mod:`sca_worker.share`)."""
+    return f"share:{owner}"
+
+
+def share_waiting(owner: str) -> str:
+    """The stage tasks of an API key waiting for one of its slots."""
+    return f"{share(owner)}:waiting"
 
 
 def histogram(name: str) -> str:
