@@ -120,6 +120,10 @@ class Trickler:
                     if self.closed.wait(self.interval):
                         return
                     connection.sendall(bytes([byte]))
+                # Closed with the request unread, the socket would reset the connection.
+                connection.settimeout(5)
+                while connection.recv(65536):
+                    pass
             except OSError:
                 return
 
