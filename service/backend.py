@@ -97,10 +97,8 @@ def init_app(app) -> Backend:
             queue = EmbeddedRunner(store, config["SCA_EMBEDDED_WORKERS"], settings)
         else:
             from sca_worker.celery_app import create_celery
-            from sca_worker.webhooks import via_celery
 
             queue = CeleryQueue(create_celery(settings))
-            via_celery(store, queue.celery)  # jobs the API cancels announce themselves
     backend = Backend(store, queue, embedded, config["SCA_QUERY_CACHE_ITEMS"])
     app.extensions["sca"] = backend
     return backend

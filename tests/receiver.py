@@ -2,14 +2,18 @@
 
 It answers each POST with the next status of ``statuses`` (the last one
 repeats), after ``delay`` seconds, and records every request; :func:`verify`
-checks a signature the way the README tells receivers to.
+checks a signature the way the README tells receivers to.  :class:`Trickler`
+answers ``200 OK`` at once and the rest a byte at a time; :func:`fake_dns`
+answers name lookups from a table (no lookup leaves the machine).
 """
 
 from __future__ import annotations
 
 import hashlib
 import hmac
+import ipaddress
 import json
+import socket
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -86,3 +90,71 @@ class Receiver:
     def close(self) -> None:
         self.server.shutdown()
         self.server.server_close()
+
+
+class Trickler:
+    """A receiver on 127.0.0.1 that reads the request, sends ``head`` at once, then
+    ``rest`` one byte every ``interval`` seconds."""
+
+    def __init__(self, head: bytes, rest: bytes, interval: float = 0.2):
+        self.head, self.rest, self.interval = head, rest, interval
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self.listener.getsockname()[1]}/hook"
+        self.closed = threading.Event()
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        while not self.closed.is_set():
+            try:
+                connection, _ = self.listener.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._answer, args=(connection,), daemon=True).start()
+
+    def _answer(self, connection) -> None:
+        with connection:
+            try:
+                connection.recv(65536)
+                connection.sendall(self.head)
+                for byte in self.rest:
+                    if self.closed.wait(self.interval):
+                        return
+                    connection.sendall(bytes([byte]))
+                # Closed with the request unread, the socket would reset the connection.
+                connection.settimeout(5)
+                while connection.recv(65536):
+                    pass
+            except OSError:
+                return
+
+    def close(self) -> None:
+        self.closed.set()
+        self.listener.close()
+
+
+def fake_dns(monkeypatch, table: dict[str, list[str]]) -> list[str]:
+    """Answer ``socket.getaddrinfo`` from ``table`` (name -> addresses; literals as
+    themselves, any other name unknown); the names looked up, in order."""
+    looked_up: list[str] = []
+
+    def getaddrinfo(host, port, family=0, type=0, proto=0, flags=0):
+        looked_up.append(host)
+        addresses = table.get(host)
+        if addresses is None:
+            try:
+                addresses = [str(ipaddress.ip_address(host))]
+            except ValueError:
+                raise socket.gaierror(socket.EAI_NONAME, "Name or service not known") from None
+        return [
+            (
+                socket.AF_INET6 if ":" in a else socket.AF_INET,
+                socket.SOCK_STREAM,
+                6,
+                "",
+                (a, port, 0, 0) if ":" in a else (a, port),
+            )
+            for a in addresses
+        ]
+
+    monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
+    return looked_up

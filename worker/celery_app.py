@@ -18,7 +18,7 @@ from .broker import TRANSPORT, RedisBackend
 from .capacity import check_redis
 from .config import resolve, settings_from_env
 from .store import Store, keys, store_from_settings
-from .webhooks import via_celery
+from .webhooks import Deliverer
 
 LOCAL_REDIS = "redis://127.0.0.1:6379/0"
 _CERT_REQS = {"required": "CERT_REQUIRED", "optional": "CERT_OPTIONAL", "none": "CERT_NONE"}
@@ -97,7 +97,8 @@ def celery_config(settings: Mapping) -> dict:
 
 def create_celery(settings: Mapping) -> Celery:
     """A Celery app for ``settings`` (Redis on localhost when they name none); the
-    store it uses is ``app.sca_store``, its heartbeat watchdog ``app.sca_watchdog``."""
+    store it uses is ``app.sca_store``, its heartbeat watchdog ``app.sca_watchdog``,
+    its webhook deliverer ``app.sca_deliverer``."""
     settings = resolve(settings)
     settings["REDIS_URL"] = settings["REDIS_URL"] or LOCAL_REDIS
     app = Celery("sca", include=["sca_worker.tasks", "sca_worker.webhook_tasks"])
@@ -106,15 +107,14 @@ def create_celery(settings: Mapping) -> Celery:
     app.sca_settings = settings
     app.sca_store = None
     app.sca_watchdog = None
+    app.sca_deliverer = None
     return app
 
 
 def get_store(app: Celery) -> Store:
     """The app's store, created on first use (after the worker has forked)."""
     if app.sca_store is None:
-        store = store_from_settings(app.sca_settings)
-        via_celery(store, app)  # jobs finished here announce themselves by a task
-        app.sca_store = store
+        app.sca_store = store_from_settings(app.sca_settings)
     return app.sca_store
 
 
@@ -138,7 +138,8 @@ def _warn_about_redis(store) -> None:
 @signals.worker_ready.connect
 def _start_watchdog(sender=None, **kwargs):
     """Each worker's main process checks Redis's settings, then watches the
-    heartbeats of every worker's tasks."""
+    heartbeats of every worker's tasks and delivers webhooks on threads of its
+    own (not the pool's, which runs the stages)."""
     # Here, not at the top: the API imports this module, and the heartbeat's
     # stages load scikit-learn, which only workers need.
     from .heartbeat import Watchdog
@@ -148,7 +149,6 @@ def _start_watchdog(sender=None, **kwargs):
     if settings is None:
         return
     store = store_from_settings(settings)
-    via_celery(store, celery)  # the jobs it fails (takeovers given up) announce themselves
     _warn_about_redis(store)
     watchdog = Watchdog(
         store,
@@ -159,9 +159,11 @@ def _start_watchdog(sender=None, **kwargs):
     )
     watchdog.start()
     celery.sca_watchdog = watchdog
-    logging.getLogger(__name__).info(
-        "watchdog: resuming jobs whose tasks stop beating for %ss", watchdog.timeout
-    )
+    log = logging.getLogger(__name__)
+    log.info("watchdog: resuming jobs whose tasks stop beating for %ss", watchdog.timeout)
+    if settings["SCA_WEBHOOK_CONCURRENCY"] > 0:
+        celery.sca_deliverer = Deliverer(store, settings).start()
+        log.info("webhooks: delivered on %d threads", settings["SCA_WEBHOOK_CONCURRENCY"])
 
 
 @signals.task_received.connect
@@ -176,6 +178,9 @@ def _stop_watchdog(sender=None, **kwargs):
     watchdog = _watchdog(sender)
     if watchdog is not None:
         watchdog.stop()
+    deliverer = getattr(getattr(sender, "app", None), "sca_deliverer", None)
+    if deliverer is not None:
+        deliverer.stop()
 
 
 try:

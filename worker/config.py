@@ -42,13 +42,22 @@ DEFAULTS: dict[str, Any] = {
     "SCA_STORE_FULL_WAIT": 300,
     # Webhooks (sca_worker.webhooks): hosts and networks callbacks may reach
     # (unset: any public address), the signing secret when a job brings none,
-    # seconds per attempt, retries after the first, and the first retry's
-    # delay in seconds (doubled each time, at most 600).
+    # seconds per attempt (the whole answer within it), retries after the
+    # first, and the first retry's delay in seconds (doubled each time, at
+    # most 600).
     "SCA_WEBHOOK_ALLOW": None,
     "SCA_WEBHOOK_SECRET": None,
     "SCA_WEBHOOK_TIMEOUT": 10.0,
     "SCA_WEBHOOK_RETRIES": 8,
     "SCA_WEBHOOK_BACKOFF": 2.0,
+    # Delivery threads per worker process (apart from the stages' pool; 0:
+    # this worker delivers none) and of the embedded runner, and how many of
+    # them one sender (an API key, or a receiver's host without keys) may hold.
+    "SCA_WEBHOOK_CONCURRENCY": 8,
+    "SCA_WEBHOOK_PER_SENDER": 2,
+    # Stage tasks of one API key's jobs running at once across every worker
+    # (sca_worker.share); more wait, so other keys get the processes.  0: no cap.
+    "SCA_MAX_RUNNING_PER_KEY": 0,
 }
 
 #: Spellings of a flag's two values (any case).
@@ -128,10 +137,14 @@ def resolve(settings: Mapping) -> dict:
     for name in ("SCA_WEBHOOK_TIMEOUT", "SCA_WEBHOOK_BACKOFF"):
         if not resolved[name] > 0:
             raise ValueError(f"{name} ({resolved[name]}) must be positive")
-    if resolved["SCA_WEBHOOK_RETRIES"] < 0:
-        raise ValueError(
-            f"SCA_WEBHOOK_RETRIES ({resolved['SCA_WEBHOOK_RETRIES']}) must be 0 or more"
-        )
+    for name, least in (
+        ("SCA_WEBHOOK_RETRIES", 0),
+        ("SCA_WEBHOOK_CONCURRENCY", 0),
+        ("SCA_WEBHOOK_PER_SENDER", 1),
+        ("SCA_MAX_RUNNING_PER_KEY", 0),
+    ):
+        if resolved[name] < least:
+            raise ValueError(f"{name} ({resolved[name]}) must be {least} or more")
     return resolved
 
 

@@ -6,15 +6,15 @@ another); other jobs run on the other threads.  Cancelling is cooperative:
 :func:`sca_worker.stages.execute` skips every stage of a job that is no longer
 active, so a cancelled job stops at the next stage or ensemble run.
 
-Webhooks of finished jobs are delivered on the same pool; a failed attempt
-is tried again after a backoff counted by a timer, not by a waiting thread
-(see :mod:`sca_worker.webhooks`).
+Webhooks of finished jobs are delivered by a
+:class:`~sca_worker.webhooks.Deliverer` on threads of its own, never the job
+threads, so a receiver that does not answer delays no job (see
+:mod:`sca_worker.webhooks`).
 """
 
 from __future__ import annotations
 
 import logging
-import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 
 from . import stages, webhooks
@@ -50,30 +50,8 @@ class EmbeddedRunner:
             max_workers=max(1, int(workers)), thread_name_prefix="sca-job"
         )
         self.futures: dict[str, Future] = {}
-        webhooks.attach(store, self.webhook)
-
-    def webhook(self, job_id: str, status: str, retries: int = 0) -> None:
-        """Deliver a finished job's webhook on the pool (attempt ``retries + 1``)."""
-        self.pool.submit(self._deliver, job_id, status, retries)
-
-    def _deliver(self, job_id: str, status: str, retries: int) -> None:
-        try:
-            delivered = webhooks.attempt(self.store, job_id, status, retries + 1, self.settings)
-        except Exception:  # noqa: BLE001 - never take the pool thread down
-            log.exception("job %s: webhook attempt failed", job_id)
-            delivered = False
-        if delivered is False:
-            timer = threading.Timer(
-                webhooks.backoff(retries, self.settings), self._again, (job_id, status, retries + 1)
-            )
-            timer.daemon = True
-            timer.start()
-
-    def _again(self, job_id: str, status: str, retries: int) -> None:
-        try:
-            self.webhook(job_id, status, retries)
-        except RuntimeError:  # the pool was shut down meanwhile
-            pass
+        self.deliverer = webhooks.Deliverer(store, self.settings)
+        store.on_webhook = self.deliverer.wake  # its thread starts with the first webhook
 
     def submit(self, job_id: str) -> str:
         future = self.pool.submit(self._run, job_id)
@@ -107,4 +85,5 @@ class EmbeddedRunner:
         return True
 
     def shutdown(self) -> None:
+        self.deliverer.stop()
         self.pool.shutdown(wait=False, cancel_futures=True)

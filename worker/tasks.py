@@ -13,6 +13,10 @@ with the stage's name for a stage without a name of its own.  Only the chord's h
 (``sca.ensemble_run``) keeps its results; every other task ignores them.  A task that finds its job
 cancelled or failed raises ``Ignore``, which stops the rest of the chain.
 
+A stage task of a key's job that finds the key holding its share of the
+workers (``SCA_MAX_RUNNING_PER_KEY``) is sent again a moment later (see
+:mod:`sca_worker.share`).
+
 While Redis is full a task waits for room (:func:`sca_worker.capacity.with_room`)
 and runs its stage again; after ``SCA_STORE_FULL_WAIT`` seconds its job fails
 with the ``store-full`` problem, as does the job of a task whose next stage
@@ -24,7 +28,7 @@ from __future__ import annotations
 from celery import chain, chord, group, signals
 from celery.exceptions import Ignore
 
-from . import stages
+from . import share, stages
 from .capacity import with_room
 from .celery_app import app, get_store
 from .problems import TRANSIENT, store_full
@@ -45,6 +49,24 @@ def _with_room(task, job_id: str, action, what: str):
 
 def _run_stage(task, job_id: str, stage: str, *args) -> dict:
     store = get_store(task.app)
+    task_id = task.request.id
+    slot = share.Slot(store, job_id, task_id, task.app.sca_settings)
+    try:
+        taken = slot.take()
+    except TRANSIENT as exc:  # Redis restarting: try again shortly
+        raise task.retry(exc=exc, countdown=2, max_retries=60) from None
+    if not taken:  # the job's key has its share of the workers: others go first
+        raise task.retry(countdown=slot.countdown, max_retries=share.MAX_TRIES)
+    try:
+        return _run_taken(task, store, job_id, stage, *args)
+    finally:
+        try:
+            slot.release()
+        except TRANSIENT:  # the lease lapses on its own
+            pass
+
+
+def _run_taken(task, store, job_id: str, stage: str, *args) -> dict:
     task_id = task.request.id
 
     def run():

@@ -2,10 +2,11 @@
 
 They are taken out of the request before its schema is applied and checked
 here (422 naming the field): an ``http(s)`` URL without credentials whose
-host is not obviously disallowed (a loopback, private, link-local or
-reserved address, a local name, or a host outside ``SCA_WEBHOOK_ALLOW`` when
-that is set; names are resolved and checked again at each delivery, see
-:mod:`sca_worker.webhooks`), and a secret of 16 to 256 characters, required
+host resolves, here and now, only to addresses that may be called (no
+loopback, private, link-local or reserved address in any IPv4 or IPv6
+spelling, no local name, nothing outside ``SCA_WEBHOOK_ALLOW`` when that is
+set; each delivery resolves and checks it again, see
+:mod:`sca_worker.webhooks.addresses`), and a secret of 16 to 256 characters, required
 unless the service has ``SCA_WEBHOOK_SECRET``.  The secret is kept in the job
 record for the workers and never shown.
 """
@@ -14,7 +15,7 @@ from __future__ import annotations
 
 from flask import current_app
 
-from sca_worker.webhooks import Allow, Refused, check_url
+from sca_worker.webhooks import Allow, Refused, target
 
 from ..errors import invalid
 
@@ -31,7 +32,7 @@ def take(body: dict) -> dict | None:
         return None
     config = current_app.config
     try:
-        check_url(url, Allow.parse(config.get("SCA_WEBHOOK_ALLOW")))
+        target(url, Allow.parse(config.get("SCA_WEBHOOK_ALLOW")))
     except Refused as exc:
         raise invalid("callback_url", f"callback_url {exc}") from None
     if secret is None:

@@ -14,10 +14,12 @@ import requests
 
 from sca_client.events import parse
 from tests.conftest import BASEBALL_BODY, free_port
-from tests.integration.faults import AUTH, Api, Worker, leukemia_job, worker_env
+from tests.integration.faults import AUTH, KEY, Api, Worker, leukemia_job, worker_env
 from tests.receiver import Receiver, verify
 
 SECRET = "integration-secret-0123456789"
+#: A second caller's API key (the module's requests use ``KEY``).
+KEY_B = "hooks-second-key-8d1e0b"
 WEBHOOKS = {
     "SCA_WEBHOOK_ALLOW": "127.0.0.1",
     "SCA_WEBHOOK_BACKOFF": 0.3,
@@ -36,7 +38,7 @@ def api(redis_url, tmp_path_factory):
         f"hooks-{uuid.uuid4().hex[:6]}",
         concurrency=2,
     )
-    service = Api(redis_url, prefix, **WEBHOOKS)
+    service = Api(redis_url, prefix, SCA_API_KEYS=f"{KEY},{KEY_B}", **WEBHOOKS)
     service.prefix, service.worker_log = prefix, log
     try:
         yield service
@@ -213,3 +215,54 @@ def test_event_stream_over_http_written_by_the_workers(api, redis_url):
     assert [e.id for e in resumed] == [e.id for e in stream[len(stream) // 2 + 1 :]]
     api.request("delete", f"/v1/jobs/{job_id}")
     assert client.exists(f"{api.prefix}job:{job_id}:events") == 0
+
+
+def test_a_silent_receiver_delays_only_its_own_callers_deliveries(api):
+    """Key A's 8 jobs call a receiver that never answers (3 attempts of
+    SCA_WEBHOOK_TIMEOUT each): key B's tiny job still runs at once on the worker's
+    two processes, and its webhook arrives while A's deliveries hang."""
+    silent, receiver = Receiver(delay=30), Receiver()
+    b_headers = {"Authorization": f"Bearer {KEY_B}"}
+    try:
+        a_ids = [
+            _submit(
+                api,
+                {
+                    **BASEBALL_BODY,
+                    "options": {"seed": 300 + seed},
+                    "callback_url": silent.url,
+                    "callback_secret": SECRET,
+                },
+            )
+            for seed in range(8)
+        ]
+        for job_id in a_ids:
+            assert api.wait(job_id)["status"] == "succeeded"
+        silent.wait(2, timeout=10)  # A's deliveries are hanging now
+        start = time.monotonic()
+        response = requests.post(
+            f"{api.base}/v1/jobs",
+            json={
+                **BASEBALL_BODY,
+                "options": {"seed": 399},
+                "callback_url": receiver.url,
+                "callback_secret": SECRET,
+            },
+            headers=b_headers,
+            timeout=30,
+        )
+        assert response.status_code == 202, response.text
+        b_id = response.json()["id"]
+        while requests.get(f"{api.base}/v1/jobs/{b_id}", headers=b_headers, timeout=10).json()[
+            "status"
+        ] in ("queued", "running"):
+            assert time.monotonic() - start < 4, "key B's job waited behind A's webhooks"
+            time.sleep(0.05)
+        receiver.wait(1, timeout=4)
+        assert receiver.payload(0)["job"]["id"] == b_id
+        assert time.monotonic() - start < 5
+        # at most SCA_WEBHOOK_PER_SENDER (2) of A's deliveries hang at once
+        assert len(silent.requests) <= 4
+    finally:
+        silent.close()
+        receiver.close()

@@ -13,7 +13,7 @@ import sca_client as c
 from sca_client.events import parse
 from sca_service import create_app, front
 from tests.conftest import BASEBALL_BODY, Terminal
-from tests.receiver import Receiver, verify
+from tests.receiver import Receiver, fake_dns, verify
 from tests.service.conftest import KEY_A, KEY_B, Gate, IdleQueue
 from tests.service.serving import serve
 
@@ -221,6 +221,35 @@ def test_webhooks_from_the_embedded_runner():
         receiver.close()
 
 
+def test_embedded_webhooks_never_take_the_job_threads():
+    """Four jobs call a receiver that never answers within SCA_WEBHOOK_TIMEOUT: the
+    next job still runs at once on the two job threads."""
+    silent = Receiver(delay=30)
+    app = _app(SCA_WEBHOOK_ALLOW="127.0.0.1", SCA_WEBHOOK_TIMEOUT=3, SCA_WEBHOOK_RETRIES=0)
+    try:
+        with serve(app) as url:
+            for seed in range(4):
+                body = {
+                    **BASEBALL_BODY,
+                    "options": {"seed": 500 + seed},
+                    "callback_url": silent.url,
+                    "callback_secret": SECRET,
+                }
+                assert requests.post(f"{url}/v1/jobs", json=body, timeout=10).status_code == 202
+            silent.wait(2, timeout=10)
+            start = time.monotonic()
+            body = {**BASEBALL_BODY, "options": {"seed": 599}}
+            job = requests.post(f"{url}/v1/jobs", json=body, timeout=10).json()
+            while requests.get(f"{url}/v1/jobs/{job['id']}", timeout=10).json()["status"] in (
+                "queued",
+                "running",
+            ):
+                assert time.monotonic() - start < 2.5, "the job waited behind webhooks"
+                time.sleep(0.05)
+    finally:
+        silent.close()
+
+
 @pytest.mark.parametrize(
     "extra, field",
     [
@@ -240,15 +269,51 @@ def test_webhooks_from_the_embedded_runner():
         ({"callback_secret": SECRET}, "callback_secret"),
     ],
 )
-def test_callbacks_refused_at_submission(client, extra, field):
+def test_callbacks_refused_at_submission(make_client, extra, field, monkeypatch):
+    fake_dns(monkeypatch, {"example.com": ["192.0.2.1"]})
+    client = make_client(SCA_WEBHOOK_ALLOW="example.com,192.0.2.0/24")
     response = client.post("/v1/jobs", json={**BASEBALL_BODY, **extra})
     assert response.status_code == 422, response.get_data(as_text=True)
     assert list(response.get_json()["errors"]) == [field]
 
 
-def test_a_callback_as_a_form_part(make_client):
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://2130706433/h",
+        "http://0177.0.0.1/h",
+        "http://0x7f.1/h",
+        "http://127.1/h",
+        "http://0/h",
+        "http://loopback.example.test/h",
+        "http://[::7f00:1]/h",
+        "http://[2002:7f00:1::1]/h",
+        "http://[::ffff:0:7f00:1]/h",
+        "http://[64:ff9b::a9fe:a9fe]/h",
+        "http://v6.example.test/h",
+    ],
+)
+def test_every_spelling_of_a_local_callback_is_refused_at_submission(client, url, monkeypatch):
+    """Each spelling of loopback or the metadata address, and names answered with
+    one, is a 422 naming callback_url; nothing is queued."""
+    fake_dns(
+        monkeypatch,
+        {"loopback.example.test": ["127.0.0.1"], "v6.example.test": ["::ffff:0:7f00:1"]},
+    )
+    response = client.post(
+        "/v1/jobs", json={**BASEBALL_BODY, "callback_url": url, "callback_secret": SECRET}
+    )
+    assert response.status_code == 422, response.get_data(as_text=True)
+    assert response.headers["Content-Type"] == "application/problem+json"
+    assert list(response.get_json()["errors"]) == ["callback_url"]
+
+
+def test_a_callback_as_a_form_part(make_client, monkeypatch):
+    fake_dns(monkeypatch, {"hooks.example.com": ["192.0.2.1"], "example.org": ["192.0.2.2"]})
     allowed = make_client(
-        SCA_WEBHOOK_ALLOW="*.example.com", SCA_WEBHOOK_SECRET="x" * 20, SCA_QUEUE=IdleQueue()
+        SCA_WEBHOOK_ALLOW="*.example.com,192.0.2.0/24",
+        SCA_WEBHOOK_SECRET="x" * 20,
+        SCA_QUEUE=IdleQueue(),
     )  # nothing runs, so nothing is sent
     form = {
         "file": (open(__file__, "rb"), "S.csv"),

@@ -4,6 +4,7 @@ event log (sca_worker.events) on a real Redis and in memory."""
 from __future__ import annotations
 
 import re
+import socket
 import threading
 import time
 
@@ -14,7 +15,7 @@ from sca_worker.config import resolve
 from sca_worker.store import Store
 from sca_worker.webhooks import Allow, Refused, check_url
 from tests.conftest import ROOT, free_port
-from tests.receiver import Receiver, verify
+from tests.receiver import Receiver, Trickler, fake_dns, verify
 from tests.worker.conftest import make_job
 
 SECRET = "a-secret-of-sixteen-chars"
@@ -51,6 +52,89 @@ LOOPBACK = Allow.parse("127.0.0.1")
 def test_obviously_disallowed_urls_are_refused(url):
     with pytest.raises(Refused):
         check_url(url, Allow())
+
+
+#: Loopback, link-local and local-use spellings that a resolver or a socket reads as such.
+LOCAL_SPELLINGS = [
+    "http://2130706433/",
+    "http://0177.0.0.1/",
+    "http://0x7f.1/",
+    "http://127.1/",
+    "http://0/",
+    "http://[::7f00:1]/",  # IPv4-compatible
+    "http://[2002:7f00:1::1]/",  # 6to4
+    "http://[::ffff:0:7f00:1]/",  # IPv4-translated
+    "http://[64:ff9b::a9fe:a9fe]/",  # NAT64 of 169.254.169.254
+    "http://[64:ff9b:1::a9fe:a9fe]/",  # local-use NAT64
+    "http://[2001:0:c000:201::80ff:fffe]/",  # Teredo, client 127.0.0.1
+]
+
+
+@pytest.mark.parametrize("url", LOCAL_SPELLINGS)
+def test_every_spelling_of_a_local_address_is_refused(url, monkeypatch):
+    looked_up = fake_dns(monkeypatch, {})
+    with pytest.raises(Refused, match="loopback, private"):
+        check_url(url, Allow())
+    with pytest.raises(Refused):
+        webhooks.post(url, b"{}", {}, 1, Allow())
+    assert looked_up == []  # an address is read, not looked up
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        ["127.0.0.1"],
+        ["::ffff:0:7f00:1"],
+        ["::7f00:1"],
+        ["2002:7f00:1::1"],
+        ["64:ff9b::a9fe:a9fe"],
+        ["192.0.2.7", "::ffff:127.0.0.1"],  # one good answer does not vouch for the other
+    ],
+)
+def test_a_name_answered_with_a_local_address_is_refused(answer, monkeypatch):
+    fake_dns(monkeypatch, {"hooks.example.test": answer})
+    allow = Allow.parse("*.example.test, 192.0.2.0/24")
+    with pytest.raises(Refused, match="resolves to"):
+        webhooks.resolve("hooks.example.test", 80, allow)
+    with pytest.raises(Refused, match="resolves to"):
+        webhooks.post("http://hooks.example.test/h", b"{}", {}, 1, allow)
+
+
+def test_listed_networks_admit_their_addresses_in_every_spelling(monkeypatch):
+    fake_dns(monkeypatch, {"hooks.example.test": ["192.0.2.7", "::ffff:192.0.2.8"]})
+    allow = Allow.parse("*.example.test, 192.0.2.0/24")
+    for host in ("192.0.2.7", "3221225991", "[::ffff:192.0.2.7]", "[2002:c000:207::1]"):
+        assert check_url(f"http://{host}/h", allow)[1] == host.strip("[]")
+    assert webhooks.target("http://hooks.example.test/h", allow)[4] == [
+        "192.0.2.7",
+        "::ffff:192.0.2.8",
+    ]
+
+
+def test_a_delivery_resolves_once_and_connects_to_what_it_checked(monkeypatch):
+    """One lookup per attempt, and the connection goes to its checked answer: a name
+    that rebinds (to the metadata address) after that lookup changes nothing."""
+    table = {"hooks.example.test": ["127.0.0.1"]}
+    looked_up = fake_dns(monkeypatch, table)
+    answer = socket.getaddrinfo
+
+    def rebinding(host, *args, **kwargs):
+        addresses = answer(host, *args, **kwargs)
+        table[host] = ["169.254.169.254"]
+        return addresses
+
+    monkeypatch.setattr(socket, "getaddrinfo", rebinding)
+    receiver = Receiver()
+    try:
+        url = receiver.url.replace("127.0.0.1", "hooks.example.test")
+        allow = Allow.parse("*.example.test, 127.0.0.1")
+        assert webhooks.post(url, b"{}", {}, 2, allow) == 200
+        assert looked_up.count("hooks.example.test") == 1  # (the socket reads its literal)
+        assert receiver.wait(1)[0]["headers"]["Host"].startswith("hooks.example.test:")
+        with pytest.raises(Refused, match="169.254.169.254"):
+            webhooks.post(url, b"{}", {}, 2, allow)
+    finally:
+        receiver.close()
 
 
 def test_the_allow_list_admits_only_what_it_lists():
@@ -107,6 +191,51 @@ def test_a_receiver_that_does_not_answer_costs_the_timeout_only():
         with pytest.raises(OSError):
             webhooks.post(receiver.url, b"{}", {}, 0.5, LOOPBACK)
         assert time.monotonic() - start < 2
+    finally:
+        receiver.close()
+
+
+@pytest.mark.parametrize(
+    "head, rest",
+    [
+        (b"HTTP/1.1 200 OK\r\n", b"Content-Length: 2\r\n\r\nok"),
+        (b"HTTP/1.1 200 OK\r\nContent-Length: 40\r\n\r\n", b"o" * 40),
+        (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n", b"1\r\no\r\n" * 20),
+        (b"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n", b"o" * 40),
+    ],
+)
+def test_an_answer_trickled_past_the_deadline_is_not_a_delivery(head, rest):
+    """``200 OK`` at once and the rest a byte every 0.2 s: the attempt fails at the
+    deadline (total, not per read); the same answer sent whole is a delivery."""
+    slow, fast = (
+        Trickler(head, rest, 0.2),
+        Trickler(head, rest + b"0\r\n\r\n" * (b"chunked" in head), 0),
+    )
+    try:
+        start = time.monotonic()
+        with pytest.raises(TimeoutError, match="no whole answer within 1 s"):
+            webhooks.post(slow.url, b"{}", {}, 1.0, LOOPBACK)
+        assert time.monotonic() - start < 2
+        if b"close" not in head:  # (that one ends when the receiver closes: not here)
+            assert webhooks.post(fast.url, b"{}", {}, 1.0, LOOPBACK) == 200
+    finally:
+        slow.close()
+        fast.close()
+
+
+def test_a_trickled_answer_is_tried_again(redis_store):
+    receiver = Trickler(b"HTTP/1.1 200 OK\r\n", b"Content-Length: 2\r\n\r\nok", 0.2)
+    settings = resolve(
+        {"SCA_WEBHOOK_ALLOW": "127.0.0.1", "SCA_WEBHOOK_TIMEOUT": 0.5, "SCA_WEBHOOK_RETRIES": 1}
+    )
+    try:
+        record = make_job(redis_store)
+        record["callback"] = {"url": receiver.url, "secret": SECRET}
+        webhooks.prepare(redis_store, record, "succeeded")
+        assert webhooks.attempt(redis_store, record["id"], "succeeded", 1, settings) is False
+        job = redis_store.get_job(record["id"])
+        assert job["callback_state"] == "retrying"
+        assert job["callback_error"].startswith("TimeoutError")
     finally:
         receiver.close()
 

@@ -51,11 +51,20 @@ class StoreBase:
         self.prefix = prefix
         self._scripts = {
             name: client.register_script(getattr(scripts, name))
-            for name in ("HSET_IF", "HINCR_IF", "SWAP", "DELETE_IF", "PAGE", "CENSUS_STEP")
+            for name in (
+                "HSET_IF",
+                "HINCR_IF",
+                "SWAP",
+                "DELETE_IF",
+                "PAGE",
+                "CENSUS_STEP",
+                "CLAIM",
+                "TAKE_SHARE",
+            )
         }
-        #: Who delivers the webhooks of the jobs that finish in this process:
-        #: ``send(job_id, status)`` (see :func:`sca_worker.webhooks.attach`).
-        self.send_webhook: Callable[[str, str], object] | None = None
+        #: Called when this process queues a webhook: the embedded runner's deliverer
+        #: starts then (see :class:`sca_worker.webhooks.Deliverer`); None elsewhere.
+        self.on_webhook: Callable[[], object] | None = None
 
     @classmethod
     def from_url(cls, url: str, timeout: float = DEFAULTS["SCA_REDIS_TIMEOUT"], **kwargs):

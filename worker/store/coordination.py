@@ -5,7 +5,10 @@
   sign of life; a stale entry is *claimed* by removing it (``ZREM`` returns 1
   to one watchdog only);
 * per-key limits (:mod:`sca_service.limits`): a counter per key and second,
-  and a set of active jobs per key;
+  and a set of active jobs per key; the workers' share of a key
+  (:mod:`sca_worker.share`), a sorted set of its running tasks by lease end;
+* the webhook queue (:mod:`sca_worker.webhooks`): the sorted set ``webhooks``
+  of pending deliveries by when they are due, claimed with a lease;
 * the broker's queue, for the metrics: kombu's lists of waiting messages (one
   per priority) and its hash of messages delivered and not yet acknowledged;
 * Redis's own state, for ``/readyz`` (:mod:`sca_worker.capacity`): ``INFO``
@@ -88,6 +91,27 @@ class Store(Records):
         """The broker's waiting messages (their raw bodies)."""
         return list(self.client.lrange(self.key(keys.queue()), 0, -1))
 
+    # -- the webhook queue ------------------------------------------------------------------------
+    def queue_webhook(self, member: str, due: float) -> None:
+        """Have a delivery (``<job id>:<status>``) due at ``due`` (unix seconds)."""
+        self.client.zadd(self.key(keys.webhooks()), {member: due})
+
+    def claim_webhooks(self, now: float, lease: float, limit: int) -> list[str]:
+        """Take at most ``limit`` deliveries due by ``now``; each is due again
+        ``lease`` seconds later unless it is queued again or dropped meanwhile."""
+        members = self._scripts["CLAIM"](
+            keys=[self.key(keys.webhooks())], args=[now, now + lease, int(limit)]
+        )
+        return [_text(m) for m in members]
+
+    def drop_webhook(self, member: str) -> None:
+        """A delivery done with (delivered or given up) leaves the queue."""
+        self.client.zrem(self.key(keys.webhooks()), member)
+
+    def webhooks_waiting(self) -> int:
+        """Deliveries in the webhook queue (due or not)."""
+        return int(self.client.zcard(self.key(keys.webhooks())))
+
     # -- per-key limits ------------------------------------------------------------------------
     def count_request(self, owner: str, second: int) -> int:
         """Count a request of ``owner`` in ``second``; the count so far."""
@@ -106,6 +130,36 @@ class Store(Records):
 
     def active_jobs(self, owner: str) -> set[str]:
         return self.smembers(keys.active(owner))
+
+    def take_share(
+        self, owner: str, task_id: str, cap: int, lease: float, waiting: float
+    ) -> tuple[bool, int]:
+        """Take one of ``cap`` slots of ``owner`` for ``lease`` seconds: whether it was
+        free, and how many of the key's tasks wait for one (a task that found none
+        counts as waiting for ``waiting`` seconds)."""
+        stamp = time.time()
+        taken, queued = self._scripts["TAKE_SHARE"](
+            keys=[self.key(keys.share(owner)), self.key(keys.share_waiting(owner))],
+            args=[
+                stamp,
+                stamp + lease,
+                int(cap),
+                task_id,
+                int(max(lease, waiting)) + 1,
+                stamp + waiting,
+            ],
+        )
+        return bool(taken), int(queued)
+
+    def renew_share(self, owner: str, task_id: str, lease: float) -> None:
+        key = self.key(keys.share(owner))
+        with self.client.pipeline(transaction=False) as pipe:
+            pipe.zadd(key, {task_id: time.time() + lease}, xx=True)  # not once dropped
+            pipe.expire(key, int(lease) + 1)
+            pipe.execute()
+
+    def drop_share(self, owner: str, task_id: str) -> None:
+        self.client.zrem(self.key(keys.share(owner)), task_id)
 
     # -- the broker's queue and Redis's state ---------------------------------------------------
     def queue_depth(self) -> tuple[int, int]:

@@ -20,6 +20,8 @@ name                       what                            written by
 ``refs:<h_input>``         the jobs using an input (set)   API
 ``lock:<name>``            a lock shared by every process  the store
 ``webhook:<id>``           a webhook awaiting delivery     workers, API
+``webhooks``               ``<job>:<status>`` deliveries   workers, API
+                           by when due (sorted set)
 ``plot:<id>:<plot>``       a drawn plot (bytes)            API
 ``jobs:<owner>``           an owner's jobs, newest first   API
                            (sorted set)
@@ -27,6 +29,10 @@ name                       what                            written by
 ``rate:<owner>:<second>``  requests of a key in a second   API
 ``active:<owner>``         a key's queued/running jobs     API
                            (set)
+``share:<owner>``          a key's running stage tasks by  workers
+                           lease end (sorted set)
+``share:<owner>:waiting``  its tasks waiting for a slot    workers
+                           (sorted set)
 ``metrics:<histogram>``    a histogram's counters (hash)   API, workers
 ``heartbeats``             ``<job>|<task>`` by last beat   workers
                            (sorted set)
@@ -114,6 +120,12 @@ def webhook(job_id: str) -> str:
     return f"webhook:{job_id}"
 
 
+def webhooks() -> str:
+    """The webhook queue: ``<job id>:<status>`` of each pending delivery by the
+    time its next attempt is due (a claimed one: when its claim lapses)."""
+    return "webhooks"
+
+
 def plot(job_id: str, plot_name: str, fmt: str) -> str:
     """A drawn plot of a job, in the format ``fmt``."""
     return f"plot:{job_id}:{plot_name}.{fmt}"
@@ -137,6 +149,16 @@ def rate(owner: str, second: int) -> str:
 def active(owner: str) -> str:
     """The queued or running jobs of an API key."""
     return f"active:{owner}"
+
+
+def share(owner: str) -> str:
+    """The stage tasks of an API key running now (see :mod:`sca_worker.share`)."""
+    return f"share:{owner}"
+
+
+def share_waiting(owner: str) -> str:
+    """The stage tasks of an API key waiting for one of its slots."""
+    return f"{share(owner)}:waiting"
 
 
 def histogram(name: str) -> str:

@@ -82,3 +82,31 @@ for value, count in pairs(values) do table.insert(out[2], value); table.insert(o
 for kind, size in pairs(sizes) do table.insert(out[3], kind); table.insert(out[3], size) end
 return out
 """
+
+# Claims the due members of a sorted set: each is pushed back to a lease's end,
+# so a claimer that dies leaves it due again then.  KEYS[1] sorted set;
+# ARGV: now, lease end, most to claim.  Returns the members.
+CLAIM = """
+local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, ARGV[3])
+for _, member in ipairs(due) do redis.call('ZADD', KEYS[1], ARGV[2], member) end
+return due
+"""
+
+# Takes a slot of a capped share: drops lapsed leases, then adds (or renews) the
+# member if it holds one already or fewer than the cap are held; a member that
+# finds none free is listed as waiting until ARGV[6].  KEYS[1] the slots, KEYS[2]
+# the waiting (sorted sets); ARGV: now, lease end, cap, member, key ttl, waiting
+# until.  Returns {1 if taken, members waiting}.
+TAKE_SHARE = """
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[1])
+redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', ARGV[1])
+if redis.call('ZSCORE', KEYS[1], ARGV[4]) or redis.call('ZCARD', KEYS[1]) < tonumber(ARGV[3]) then
+  redis.call('ZADD', KEYS[1], ARGV[2], ARGV[4])
+  redis.call('EXPIRE', KEYS[1], ARGV[5])
+  redis.call('ZREM', KEYS[2], ARGV[4])
+  return {1, redis.call('ZCARD', KEYS[2])}
+end
+redis.call('ZADD', KEYS[2], ARGV[6], ARGV[4])
+redis.call('EXPIRE', KEYS[2], ARGV[5])
+return {0, redis.call('ZCARD', KEYS[2])}
+"""
