@@ -21,7 +21,8 @@ from .options import limit
 
 ROOT = Path(__file__).resolve().parents[1]
 SOURCE = (
-    "generated from sca/options/records.py by `python -m sca_service.options_docs --write`; do not edit"
+    "generated from sca/options/records.py by `python -m sca_service.options_docs --write`; "
+    "do not edit"
 )
 TABLE_MARKERS = (f"<!-- BEGIN options: {SOURCE} -->", "<!-- END options -->")
 OPENAPI_MARKERS = (f"    # BEGIN options: {SOURCE}", "    # END options")
