@@ -18,8 +18,9 @@ runs, scikit-learn when a k-means or an ensemble does.  A command of another
 package is an entry point of the group ``sca.commands`` (pyproject.toml), named
 as the command, whose object adds its subparser and sets ``run`` (a function of
 the parsed arguments that returns the exit status); it is imported only when
-the command line names it (``sca --help`` lists it by name), so ``sca cluster``
-never loads the web stack, and this package imports none of them.  On a
+the command line names it or names no command (``sca --help`` lists each with
+its own help), so ``sca cluster`` never loads another package, and this
+package imports none of them.  On a
 terminal, ``sca cluster`` draws a progress bar by stage on standard error.
 """
 
@@ -193,11 +194,14 @@ def add_plugin_commands(sub, load=None) -> None:
     """Add the commands of the ``sca.commands`` entry points to argparse subparsers.
 
     Those named in ``load`` (every one when None) are imported and add their
-    own parser; the others are listed by name only, so that parsing a
-    command line imports no package but the one it names.
+    own parser, with its help; the others are listed by name only, so that
+    parsing a command line imports no package but the one it names.  One that
+    cannot be imported is listed with the reason, which running it prints.
     """
     # importlib.metadata and the scan of the installed distributions cost about as much
-    # as the rest of parsing: only for a command line that names no core command.
+    # as the rest of parsing: only for a command line that names no core command.  The
+    # commands' modules import no more than the standard library and the core (their
+    # packages' heavy dependencies load when a command runs).
     from importlib.metadata import entry_points
 
     for entry in entry_points(group=COMMANDS):
@@ -211,7 +215,7 @@ def add_plugin_commands(sub, load=None) -> None:
             problem = None
         stub = sub.add_parser(
             entry.name,
-            help=f"from {entry.module.split('.')[0]}: `sca {entry.name} --help`",
+            help=problem or f"from {entry.module.split('.')[0]}: `sca {entry.name} --help`",
             add_help=False,
         )
         stub.set_defaults(
@@ -230,8 +234,9 @@ def _command(argv) -> str | None:
 
 
 def build_parser(argv=None) -> argparse.ArgumentParser:
-    """The ``sca`` parser: with ``argv``, only the package of the command it names is
-    imported (see :func:`add_plugin_commands`); without, every command's."""
+    """The ``sca`` parser: with ``argv`` that names a command, only that command's
+    package is imported (see :func:`add_plugin_commands`); with one that names none
+    (``sca --help``), or without, every command's."""
     parser = argparse.ArgumentParser(
         prog="sca",
         description="Stochastic clustering algorithm (Meyer & Wessell): cluster, query, serve.",
@@ -239,8 +244,9 @@ def build_parser(argv=None) -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     add_commands(sub)
     command = None if argv is None else _command(argv)
-    if argv is None or command not in sub.choices:  # the core's own need no discovery
-        add_plugin_commands(sub, None if argv is None else {command})
+    if command not in sub.choices:  # the core's own need no discovery
+        # No command named (``sca --help``): every command, each with its help.
+        add_plugin_commands(sub, None if command is None else {command})
     return parser
 
 

@@ -1,10 +1,12 @@
 """The ``sca`` command line: in this process (``main([...])``), and the installed
 console script as a process where the entry point itself is the point."""
 
+import argparse
 import json
 import os
 import subprocess
 import sys
+from importlib.metadata import entry_points
 from pathlib import Path
 
 import numpy as np
@@ -225,13 +227,33 @@ def test_help_describes_every_option_under_one_options_heading(capsys, command):
 
 def test_help_lists_the_commands_other_packages_add(capsys):
     """``submit``, ``query`` (sca_client) and ``serve`` (sca_service) come from the
-    ``sca.commands`` entry points; ``sca --help`` lists them without importing them."""
+    ``sca.commands`` entry points; ``sca --help`` lists each with its own help line,
+    as the core's own commands."""
     with pytest.raises(SystemExit) as exit_:
         main(["--help"])
     assert exit_.value.code == 0
     listed = capsys.readouterr().out
     for command in ("cluster", "custom", "submit", "query", "serve"):
         assert f"    {command} " in listed, listed
+    sub = argparse.ArgumentParser().add_subparsers()
+    for entry in entry_points(group="sca.commands"):
+        entry.load()(sub)
+    helps = {action.dest: action.help for action in sub._choices_actions}
+    assert {"submit", "query", "serve"} <= set(helps)
+    words = " ".join(listed.split())
+    for command, text in helps.items():
+        assert text and f" {command} {' '.join(text.split())} " in words, listed
+
+
+def test_help_names_a_command_that_cannot_be_imported(monkeypatch, capsys):
+    from importlib.metadata import EntryPoint
+
+    broken = EntryPoint("broken", "sca_missing_package.commands:add", "sca.commands")
+    monkeypatch.setattr("importlib.metadata.entry_points", lambda group: [broken])
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    listed = " ".join(capsys.readouterr().out.split())
+    assert " broken sca_missing_package.commands:add cannot be imported " in listed, listed
 
 
 def test_a_command_whose_package_cannot_be_imported_says_so(monkeypatch, capsys):
@@ -301,14 +323,20 @@ def test_help_imports_no_web_stack_and_no_scikit_learn():
         env={**os.environ, "PYTHONWARNINGS": "ignore"},
     )
     assert proc.returncode == 0, proc.stderr
-    loaded = {name.split(".")[0] for name in proc.stderr.split()}
+    modules = set(proc.stderr.split())
+    loaded = {name.split(".")[0] for name in modules}
+    # Of sca_service, ``sca --help`` loads the package and the module that adds
+    # ``serve`` (both import the standard library alone), for its help line.
+    assert {m for m in modules if m.startswith("sca_service")} <= {
+        "sca_service",
+        "sca_service.commands",
+    }
     heavy = {
         "flask",
         "celery",
         "sklearn",
         "matplotlib",
         "requests",
-        "sca_service",
         "sca_worker",
         "marshmallow",
         "redis",

@@ -2,19 +2,32 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import re
+import shutil
+import signal
 import socket
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import requests
 
 from sca_service import cli
 from sca_service.config import from_env
-from tests.conftest import BASEBALL_BODY, BASEBALL_CSV, BASEBALL_TEAMS, ROOT, http_get, wait_for
-from tests.service.serving import sca_serve
+from tests.conftest import (
+    BASEBALL_BODY,
+    BASEBALL_CSV,
+    BASEBALL_TEAMS,
+    ROOT,
+    free_port,
+    http_get,
+    wait_for,
+)
+from tests.service.serving import sca_serve, wait_until_up
 
 
 def test_cluster_is_delegated_to_the_core(capsys):
@@ -129,3 +142,49 @@ def test_the_service_url_may_come_from_the_environment(monkeypatch, capsys, comm
     assert cli.main(args) == 2
     err = capsys.readouterr().err
     assert err == f"sca {command}: error [url]: no service URL: pass --url or set SCA_URL\n"
+
+
+def test_make_serve_prints_the_address_it_listens_on(tmp_path):
+    """``SCA_PORT=P make serve`` names ``http://127.0.0.1:P``, the address that answers.
+
+    The real ``make serve`` of this environment (``VENV`` is the running
+    Python's; ``-o`` keeps make from reinstalling the package), every address
+    in its output compared with the one it listens on.
+    """
+    port = free_port()
+    venv = Path(sys.prefix)
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("SCA_", "MAKE")) and k not in ("REDIS_URL", "MFLAGS")
+    }
+    env.update(SCA_PORT=str(port), PYTHONUNBUFFERED="1")
+    log = tmp_path / "make-serve.log"
+    with log.open("w") as output:
+        make = subprocess.Popen(
+            [shutil.which("make") or "make", "--no-print-directory", f"VENV={venv}"]
+            + ["-o", f"{venv}/.installed", "serve"],
+            cwd=ROOT,
+            env=env,
+            stdout=output,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # make, its shell and sca serve: one group to stop
+        )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_until_up(url, make, timeout=60)
+        printed = re.findall(r"https?://[^\s;,)]+", log.read_text())
+        assert printed and set(printed) == {url}, log.read_text()
+    finally:
+        _stop_group(make)
+
+
+def _stop_group(process: subprocess.Popen) -> None:
+    """SIGTERM to ``process``'s group (a session leader's), SIGKILL to what is left after 15 s."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGTERM)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        process.wait(15)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGKILL)
+    process.wait(10)
