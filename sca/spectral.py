@@ -56,6 +56,8 @@ from .reference import reference_k
 DEFAULT_K_HAT = 20
 #: The noise rule grows k̂ no further than this (and never past n).
 MAX_K_HAT = 1000
+#: Eigenvalues past k̂ looked at before k̂ is doubled (two: the candidates read one past k).
+PROBE = 2
 DEFAULT_RULE = OPTIONS["rule"].default
 #: Below this n a null draw is too coarse (at n = 3 every rearrangement of S is the same
 #: matrix; at n = 6 the paper's baseball consensus is within the null's spread).
@@ -328,6 +330,13 @@ def _eigenvalues(
         if floor is None or values[-1] <= floor:
             return values, False, None
         if k_hat >= cap:
+            return values, True, (limit if wanted > limit else None)
+        # a look just past the last first: the signal often ends there, and the bulk
+        # beyond it (many near-equal eigenvalues) is what a doubled k̂ pays most for
+        values = P.eigenvalues(min(k_hat + PROBE, cap))
+        if values[-1] <= floor:
+            return values, False, None
+        if values.size >= cap:
             return values, True, (limit if wanted > limit else None)
         k_hat = min(2 * k_hat, cap)
 
