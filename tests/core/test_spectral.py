@@ -5,6 +5,7 @@ import time
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from sklearn.metrics import adjusted_rand_score
 
 import sca
 from sca import components
@@ -112,3 +113,21 @@ def test_no_request_asks_for_more_eigenvalues_than_the_budget(monkeypatch):
     spec = sca.spectrum(P, k_hat=100, rule="perron")
     assert spec.k_hat == 30
     assert any("k_hat = 100 eigenvalues asked for, 30 computed" in note for note in spec.notes)
+
+
+@pytest.mark.slow
+def test_two_hundred_clusters_from_label_runs_match_the_dense_spectrum():
+    """K = 2,200 clusters over 2,600 elements: G is neither small nor cheap to
+    count, so Lanczos runs on G = (DH)^T (DH) applied (K-vectors), and k̂ grows
+    with a look past its last eigenvalue; the eigenvalues are P's, densely."""
+    rng = np.random.default_rng(0)
+    truth = planted_truth(2600, [1] * 200, rng)
+    P = sca.balance(sca.membership_operator(planted_runs(truth, 11, 0.2, rng))).P
+    assert P.n_clusters == 2200 and not P.gram_cheap and not P.full_spectrum_cheap
+    spec = sca.spectrum(P)
+    dense = np.sort(np.linalg.eigvalsh(P.to_dense()))[::-1]
+    assert spec.k == 200 and not spec.capped
+    assert spec.eigenvalues == pytest.approx(dense[: spec.k_hat], abs=1e-9)
+    assert dense[199] > spec.floor > dense[200]
+    found = sca.iterate(P, spec.k)
+    assert adjusted_rand_score(truth, found.labels) > 0.99
