@@ -94,7 +94,7 @@ def iterate(
     if k == 1:
         labels = np.zeros(n, dtype=np.int64)
         return IterationResult(labels, 0, [(labels, 1.0)])
-    if x0 is None and not trace:
+    if x0 is None and not trace and 2 * k > n:  # where block iteration costs most
         count, components = P.components()
         if count == k:
             # completely uncoupled (Theorem 2.8): the blocks are the clusters, and the

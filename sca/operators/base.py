@@ -129,14 +129,34 @@ class ConsensusOperator:
     def scaled(self, d: np.ndarray) -> ConsensusOperator:
         """The operator ``D S D`` for ``D = diag(d)`` (composed with any scale)."""
         d = np.asarray(d, dtype=float)
-        return self._with_scale(d if self.scale is None else self.scale * d)
+        return self._sharing(self._with_scale(d if self.scale is None else self.scale * d))
 
     def unscaled(self) -> ConsensusOperator:
         """S itself (``D = I``), sharing this operator's arrays."""
-        return self._with_scale(None)
+        return self._sharing(self._with_scale(None))
+
+    def _sharing(self, other: ConsensusOperator) -> ConsensusOperator:
+        """``other``, a scaling of this S, with the components found for either
+        (a positive scaling leaves the graph of S as it is)."""
+        if other is not self:
+            if self._found is None:
+                self._found = {}
+            other._found = self._found
+        return other
+
+    #: The components once found, shared by every scaling of the same S.
+    _found: dict | None = None
 
     def components(self) -> tuple[int, np.ndarray]:
-        """Connected components of the graph of S (``scipy.sparse.csgraph``)."""
+        """Connected components of the graph of S: their number and each element's label."""
+        if self._found is None:
+            self._found = {}
+        if "components" not in self._found:
+            self._found["components"] = self._components()
+        return self._found["components"]
+
+    def _components(self) -> tuple[int, np.ndarray]:
+        """:meth:`components`, found (``scipy.sparse.csgraph`` on the pattern)."""
         count, labels = csgraph.connected_components(self._pattern(), directed=False)
         return int(count), labels[: self.n]
 

@@ -153,7 +153,7 @@ class FactorOperator(ConsensusOperator):
         a, b = np.divmod(pairs, K)
         return sp.csr_array((np.ones(a.size), (a, b)), shape=(K, K)), first
 
-    def components(self):
+    def _components(self):
         graph, first = self._pattern()
         _, labels = csgraph.connected_components(graph, directed=False)
         count_labels = np.unique(labels[first], return_inverse=True)
