@@ -8,8 +8,10 @@ Three rules for k from the eigenvalues ``1 = λ1 >= λ2 >= ... >= λ_k̂``:
     destroyed, plus a margin.  It is the Perron cluster (Definition 2.9) with
     "close to 1" measured against what chance alone gives.  k = 1 is a
     possible answer: "no cluster structure".  Without ``k_hat``, k̂ grows
-    (20, 40, 80, ...) until an eigenvalue falls below the floor, up to
-    ``max_k_hat``.  Where the eigenvalues above the floor leave the cut in
+    (20, 40, 80, ..., each doubling after a look two eigenvalues further)
+    until an eigenvalue falls below the floor, up to ``max_k_hat`` and the
+    budget of :mod:`sca.components`, whose components' eigenvalues 1 are
+    counted rather than computed.  Where the eigenvalues above the floor leave the cut in
     doubt -- a much larger gap inside them (a coarser level of structure,
     such as species split further by k-means runs at a higher k), or the
     first eigenvalue below the floor nearer the last above it than the bulk
