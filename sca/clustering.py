@@ -16,6 +16,7 @@ from .errors import IterationError, SCAError
 from .inputs import membership_operator
 from .iteration import (
     IterationResult,
+    canonical,
     check_iteration_options,
     evolve,
     fuzzy_membership,
@@ -118,6 +119,13 @@ def iterate(
     if k == 1:
         labels = np.zeros(n, dtype=np.int64)
         return IterationResult(labels, 0, [(labels, 1.0)])
+    if x0 is None and not trace and 2 * k > n:  # where block iteration costs most
+        count, components = P.components()
+        if count == k:
+            # completely uncoupled (Theorem 2.8): the blocks are the clusters, and the
+            # iteration, which never mixes them, could only find them again
+            labels = canonical(components)
+            return IterationResult(labels, 0, [(labels, 1.0)])
     block = 1 if split == "gaps" else (block or max(1, k - 1))
     eps = 1e-3 / np.sqrt(n) if eps is None else eps
     rng = np.random.default_rng(seed)
@@ -164,7 +172,7 @@ def iterate_best(P: ConsensusOperator, candidates, **options):
         found = iterate(P, int(k), **options)
         sizes = np.bincount(found.labels).astype(float)
         scores[int(k)] = float(
-            np.trace(P.block_sums(found.labels)) / P.n - np.sum((sizes / P.n) ** 2)
+            np.sum(P.within_sums(found.labels)) / P.n - np.sum((sizes / P.n) ** 2)
         )
         if best is None or scores[int(k)] > scores[best[0]]:
             best = (int(k), found)

@@ -49,9 +49,10 @@ def uncoupling_measure(S: ConsensusOperator, labels) -> float:
     labels = np.asarray(labels)
     if labels.shape != (S.n,):
         raise SCAError(f"labels must have length n = {S.n}", "labels")
-    blocks = S.block_sums(labels)
-    total = blocks.sum()
-    return float(1.0 - np.trace(blocks) / total) if total > 0 else 0.0
+    # the diagonal blocks' weight element by element: no k x k matrix of block sums
+    inside = float(np.sum(S.within_sums(labels.astype(np.int64))))
+    total = float(np.sum(S.row_sums()))
+    return float(1.0 - inside / total) if total > 0 else 0.0
 
 
 def confidence(P: ConsensusOperator, labels) -> dict:

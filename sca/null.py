@@ -52,6 +52,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .balance import balance
+from .components import Components, nontrivial_eigenvalues
 from .errors import BalancingError
 from .operators import ConsensusOperator
 
@@ -104,14 +105,22 @@ def null_spectrum(null: ConsensusOperator, count: int) -> np.ndarray:
         balanced = balance(null, tol=_NULL_TOL, find_components=False)
     except BalancingError as exc:
         balanced = exc.partial
-    P, skip = balanced.P, 1
-    values = P.eigenvalues(None if null.full_spectrum_cheap else min(count + 1, null.n), few=True)
-    if values.size > 1 and values[1] >= 1 - 1e-6:  # a disconnected null: rarely, but look
-        skip = null.components()[0]
-        values = P.eigenvalues(
-            None if null.full_spectrum_cheap else min(skip + count, null.n), few=True
-        )
-    values = values[skip : skip + count]
+    P = balanced.P
+    if null.full_spectrum_cheap:
+        values = P.eigenvalues(None, few=True)
+        if values.size > 1 and values[1] >= 1 - 1e-6:  # a disconnected null: rarely, but look
+            values = values[null.components()[0] :]
+        else:
+            values = values[1:]
+    else:
+        # the components first: a null of many (a sparse S of few off-diagonal entries) has
+        # as many eigenvalues 1, which no iterative solver should be asked to resolve
+        parts = Components.of(null)
+        if parts.count == 1:
+            values = P.eigenvalues(min(count + 1, null.n), few=True)[1:]
+        else:
+            values = nontrivial_eigenvalues(P, parts, count, few=True)
+    values = values[:count]
     return np.concatenate([values, np.zeros(count - values.size)])
 
 

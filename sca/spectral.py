@@ -8,8 +8,10 @@ Three rules for k from the eigenvalues ``1 = λ1 >= λ2 >= ... >= λ_k̂``:
     destroyed, plus a margin.  It is the Perron cluster (Definition 2.9) with
     "close to 1" measured against what chance alone gives.  k = 1 is a
     possible answer: "no cluster structure".  Without ``k_hat``, k̂ grows
-    (20, 40, 80, ...) until an eigenvalue falls below the floor, up to
-    ``max_k_hat``.  Where the eigenvalues above the floor leave the cut in
+    (20, 40, 80, ..., each doubling after a look two eigenvalues further)
+    until an eigenvalue falls below the floor, up to ``max_k_hat`` and the
+    budget of :mod:`sca.components`, whose components' eigenvalues 1 are
+    counted rather than computed.  Where the eigenvalues above the floor leave the cut in
     doubt -- a much larger gap inside them (a coarser level of structure,
     such as species split further by k-means runs at a higher k), or the
     first eigenvalue below the floor nearer the last above it than the bulk
@@ -44,6 +46,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .components import Components, affordable, nontrivial_eigenvalues
 from .errors import SCAError
 from .null import ZERO, NoiseFloor, noise_floor
 from .operators import ConsensusOperator
@@ -55,6 +58,8 @@ from .reference import reference_k
 DEFAULT_K_HAT = 20
 #: The noise rule grows k̂ no further than this (and never past n).
 MAX_K_HAT = 1000
+#: Eigenvalues past k̂ looked at before k̂ is doubled (two: the candidates read one past k).
+PROBE = 2
 DEFAULT_RULE = OPTIONS["rule"].default
 #: Below this n a null draw is too coarse (at n = 3 every rearrangement of S is the same
 #: matrix; at n = 6 the paper's baseball consensus is within the null's spread).
@@ -308,19 +313,36 @@ def spectrum(
                 f"n = {n} is too small for a null reference: k counts the eigenvalues above 1/2"
             )
     floor = None if null is None else null.floor
-    values, capped = _eigenvalues(P, fixed, None if null is None else null.floors[-1], max_k_hat)
-    k_signal = None if null is None else null.signal(values)
+    parts = None if P.full_spectrum_cheap else Components.of(P)
+    lowest = None if null is None else null.floors[-1]
+    if parts is not None and parts.count > 1:
+        values, capped, budget = _split_eigenvalues(P, parts, fixed, lowest, max_k_hat)
+        notes.append(_components_note(parts))
+    else:
+        values, capped, budget = _eigenvalues(P, fixed, lowest, max_k_hat)
+    ones = 1 if parts is None else parts.count
+    # a component's 1 is an uncoupled block (Theorem 2.8), signal whatever the floor
+    k_signal = None if null is None else null.signal(np.r_[np.full(ones, np.inf), values[ones:]])
     if capped:
         notes.append(
             f"all {values.size} eigenvalues computed lie above the noise floor; "
             "there may be more clusters: raise k_hat"
+            if budget is None
+            else f"all {values.size} eigenvalues computed lie above the noise floor; "
+            f"there may be more clusters, but {budget} eigenvalues is the most this "
+            "spectrum may ask for"
+        )
+    elif budget is not None:
+        notes.append(
+            f"k_hat = {fixed} eigenvalues asked for, {budget} computed: the most "
+            "this spectrum may ask for"
         )
     candidates = ()
     if k is None:
         if rule == "noise":
             assert k_signal is not None  # the noise rule always has its null
             k = int(np.clip(k_signal, min_k or 1, max_k or n))
-            candidates = _candidates(values, k_signal, min_k or 1, max_k or n)
+            candidates = _candidates(values, k_signal, min_k or 1, max_k or n, ones)
         elif rule == "perron":
             k = perron_cluster(values)
         else:
@@ -330,6 +352,9 @@ def spectrum(
             "no cluster structure: no eigenvalue of P but λ1 = 1 rises above the "
             "noise floor of the same input with its structure destroyed"
         )
+    if fixed is None and values.size > max(max_k_hat, DEFAULT_K_HAT) + 1:
+        # the components' 1s are counted, not computed: list no more than k̂ could reach
+        values = values[: max(max_k_hat, DEFAULT_K_HAT) + 1]
     gap = float(values[k - 1] - values[k]) if k < values.size else float("nan")
     lambda2 = float(values[1]) if values.size > 1 else float("nan")
     floors = () if null is None else tuple(float(f) for f in null.along(values.size))
@@ -377,13 +402,14 @@ def _against_reference(P, reference, k, k_hat, min_k, max_k) -> SpectrumResult:
     )
 
 
-def _candidates(values: np.ndarray, k_signal: int, low: int, high: int) -> tuple:
-    """The values of k worth an iteration each when the floor leaves the cut in doubt."""
+def _candidates(values: np.ndarray, k_signal: int, low: int, high: int, ones: int = 1) -> tuple:
+    """The values of k worth an iteration each when the floor leaves the cut in doubt
+    (``ones``: eigenvalues 1 counted from S's components, no gap among them)."""
     if k_signal < 2:
         return ()
     found = {k_signal}
-    if k_signal > 2:
-        found.add(largest_gap_k(values, 2, k_signal))
+    if k_signal > max(2, ones):
+        found.add(largest_gap_k(values, max(2, ones), k_signal))
     if k_signal + 1 < values.size and (
         values[k_signal - 1] - values[k_signal] < values[k_signal] - values[k_signal + 1]
     ):
@@ -394,19 +420,72 @@ def _candidates(values: np.ndarray, k_signal: int, low: int, high: int) -> tuple
 
 def _eigenvalues(
     P: ConsensusOperator, k_hat: int | None, floor: float | None, max_k_hat: int
-) -> tuple[np.ndarray, bool]:
-    """P's largest eigenvalues: k_hat of them, all when cheap, or grown to the floor."""
+) -> tuple[np.ndarray, bool, int | None]:
+    """P's largest eigenvalues: k_hat of them, all when cheap, or grown to the floor;
+    whether k̂ stopped at its cap above the floor, and the budget when it set the cap."""
+    limit = P.n if P.full_spectrum_cheap else affordable(P.n)
     if k_hat is not None:
-        return P.eigenvalues(k_hat), False
+        return P.eigenvalues(min(k_hat, limit)), False, (limit if k_hat > limit else None)
     if P.full_spectrum_cheap:
         values = P.eigenvalues(None)
         # the zeros past the rank of S (label runs) say nothing: keep one
-        return values[: max(2, min(values.size, int(np.sum(values > ZERO)) + 1))], False
-    k_hat, cap = min(DEFAULT_K_HAT, P.n), min(max(int(max_k_hat), DEFAULT_K_HAT), P.n)
+        return values[: max(2, min(values.size, int(np.sum(values > ZERO)) + 1))], False, None
+    wanted = min(max(int(max_k_hat), DEFAULT_K_HAT), P.n)
+    k_hat, cap = min(DEFAULT_K_HAT, P.n, limit), min(wanted, limit)
     while True:
         values = P.eigenvalues(k_hat)
         if floor is None or values[-1] <= floor:
-            return values, False
+            return values, False, None
         if k_hat >= cap:
-            return values, True
+            return values, True, (limit if wanted > limit else None)
+        # a look just past the last first: the signal often ends there, and the bulk
+        # beyond it (many near-equal eigenvalues) is what a doubled k̂ pays most for
+        values = P.eigenvalues(min(k_hat + PROBE, cap))
+        if values[-1] <= floor:
+            return values, False, None
+        if values.size >= cap:
+            return values, True, (limit if wanted > limit else None)
         k_hat = min(2 * k_hat, cap)
+
+
+def _split_eigenvalues(
+    P: ConsensusOperator,
+    parts: Components,
+    k_hat: int | None,
+    floor: float | None,
+    max_k_hat: int,
+) -> tuple[np.ndarray, bool, int | None]:
+    """:func:`_eigenvalues` of a disconnected S: its components' 1s counted, the rest
+    computed (:mod:`sca.components`)."""
+    ones = np.ones(parts.count if k_hat is None else min(parts.count, k_hat))
+    total = parts.nontrivial
+
+    def listed(count: int) -> np.ndarray:
+        return np.concatenate([ones, nontrivial_eigenvalues(P, parts, count)])
+
+    if k_hat is not None:
+        values = listed(k_hat - ones.size)
+        return values, False, (values.size if values.size < k_hat else None)
+    if floor is None:
+        return listed(max(DEFAULT_K_HAT - ones.size, 1)), False, None
+    cap = min(max(int(max_k_hat), DEFAULT_K_HAT), total)
+    count = min(DEFAULT_K_HAT, cap)
+    while True:
+        values = listed(count)
+        rest = values[ones.size :]
+        if rest.size == 0 or rest[-1] <= floor or rest.size >= total:
+            return values, False, None
+        if rest.size < count:  # the budget, not the spectrum, ended the list
+            return values, True, int(rest.size)
+        if count >= cap:
+            return values, True, None
+        count = min(2 * count, cap)
+
+
+def _components_note(parts: Components) -> str:
+    single = parts.singletons
+    alone = f", {single} of them single elements" if single else ""
+    return (
+        f"S has {parts.count} connected components{alone}: as many eigenvalues 1, "
+        "counted from the components, not computed"
+    )

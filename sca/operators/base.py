@@ -190,7 +190,7 @@ class ConsensusOperator:
             The same form over the same arrays, scaled by ``d`` on both sides.
         """
         d = np.asarray(d, dtype=float)
-        return self._with_scale(d if self.scale is None else self.scale * d)
+        return self._sharing(self._with_scale(d if self.scale is None else self.scale * d))
 
     def unscaled(self) -> ConsensusOperator:
         """S itself (``D = I``), sharing this operator's arrays.
@@ -200,12 +200,25 @@ class ConsensusOperator:
         ConsensusOperator
             The same form with no scale.
         """
-        return self._with_scale(None)
+        return self._sharing(self._with_scale(None))
+
+    def _sharing(self, other: ConsensusOperator) -> ConsensusOperator:
+        """``other``, a scaling of this S, with the components found for either
+        (a positive scaling leaves the graph of S as it is)."""
+        if other is not self:
+            if self._found is None:
+                self._found = {}
+            other._found = self._found
+        return other
+
+    #: The components once found, shared by every scaling of the same S.
+    _found: dict | None = None
 
     def components(self) -> tuple[int, np.ndarray]:
         """Connected components of the graph of S (``scipy.sparse.csgraph``).
 
-        More than one component means S is uncoupled (Sec. 2.1).
+        Found once for every scaling of the same S.  More than one component
+        means S is uncoupled (Sec. 2.1).
 
         Returns
         -------
@@ -214,6 +227,14 @@ class ConsensusOperator:
         labels : ndarray of int, shape (n,)
             Each element's component.
         """
+        if self._found is None:
+            self._found = {}
+        if "components" not in self._found:
+            self._found["components"] = self._components()
+        return self._found["components"]
+
+    def _components(self) -> tuple[int, np.ndarray]:
+        """:meth:`components`, found (``scipy.sparse.csgraph`` on the pattern)."""
         count, labels = csgraph.connected_components(self._pattern(), directed=False)
         return int(count), labels[: self.n]
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 from scipy.sparse import csgraph
-from scipy.sparse.linalg import eigsh
+from scipy.sparse.linalg import LinearOperator, eigsh
 
 from .base import DENSE_SPECTRUM_MAX_N, ConsensusOperator
 
@@ -196,8 +196,9 @@ class FactorOperator(ConsensusOperator):
         a, b = np.divmod(pairs, K)
         return sp.csr_array((np.ones(a.size), (a, b)), shape=(K, K)), first
 
-    def components(self):
-        """Connected components of the graph of ``H H^T``, found on the clusters' graph.
+    def _components(self):
+        """:meth:`components`, found on the clusters' graph: connected
+        components of the graph of ``H H^T``.
 
         Returns
         -------
@@ -275,6 +276,14 @@ class FactorOperator(ConsensusOperator):
         if self.n_clusters > self.n and k_hat is not None and int(k_hat) < self.n - 1:
             values = self._top_eigenvalues(int(k_hat), 1e-4 if few else 1e-10)
             return np.sort(values)[::-1][: int(k_hat)]
+        if (
+            not self.gram_cheap
+            and self.n_clusters < self.n - 1
+            and k_hat is not None
+            and int(k_hat) < self.n_clusters - 1
+        ):
+            values = self._top_gram_eigenvalues(int(k_hat), 1e-4 if few else 1e-10)
+            return np.sort(values)[::-1][: int(k_hat)]
         if not self.gram_cheap or self.n_clusters > self.n:
             return super().eigenvalues(k_hat, few)
         K = self.n_clusters
@@ -294,6 +303,27 @@ class FactorOperator(ConsensusOperator):
         # P has rank at most K: the remaining n - K eigenvalues are zero.
         values = np.concatenate([values, np.zeros(max(0, k_hat - values.size))])
         return values[:k_hat]
+
+    def _top_gram_eigenvalues(self, k_hat: int, tol: float) -> np.ndarray:
+        """The largest eigenvalues of P as those of ``G = (DH)^T (DH)`` applied, not
+        formed: Lanczos keeps K-vectors, not n-vectors (its basis and its
+        orthogonalisation, which dominate at large k̂, shrink by n / K), for the
+        same products with H."""
+        K = self.n_clusters
+
+        def product(Z):
+            return self.factor_transpose(self.factor(Z))
+
+        linop = LinearOperator((K, K), matvec=product, matmat=product, dtype=float)
+        v0 = self.factor_transpose(np.ones(self.n))
+        return eigsh(
+            linop,
+            k=k_hat,
+            which="LA",
+            tol=tol,
+            v0=v0 / np.linalg.norm(v0),
+            return_eigenvectors=False,
+        )
 
 
 class FactoredOperator(FactorOperator):

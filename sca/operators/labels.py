@@ -365,12 +365,12 @@ class LabelOperator(FactorOperator):
         G = G + np.triu(G, 1).T
         return G.astype(dtype, copy=False)
 
-    def components(self):
+    def _components(self):
         """Components of the cluster graph (as :meth:`FactorOperator._pattern`:
         each element joins its run-0 cluster to its others), read at run 0, from
         the Gram matrix's packing (which the null draw then packs too)."""
         if not self._small:
-            return super().components()
+            return super()._components()
         limit = self._gram_limit
         packing = self._packed(limit)
         binoff, g = packing.binoff, len(packing.groups)

@@ -37,6 +37,29 @@ class SparseOperator(ConsensusOperator):
     def _sandwich(self, B):
         return np.asarray((B.T @ self.S @ B).toarray())
 
+    def within_sums(self, labels):
+        """For each i, ``sum_j (D S D)_ij`` over the j in i's cluster.
+
+        Read off S's stored entries: O(nnz), whatever the number of clusters.
+
+        Parameters
+        ----------
+        labels : array_like of int, shape (n,)
+            Each element's cluster, ``0 .. c - 1``.
+
+        Returns
+        -------
+        ndarray of shape (n,)
+            Each element's row sum of P within its own cluster.
+        """
+        labels = np.asarray(labels, dtype=np.int64)
+        S = sp.coo_array(self.S)
+        same = labels[S.row] == labels[S.col]
+        rows, cols, values = S.row[same], S.col[same], S.data[same]
+        if self.scale is not None:
+            values = values * self.scale[rows] * self.scale[cols]
+        return np.bincount(rows, weights=values, minlength=self.n)
+
     def _pattern(self):
         return self.S
 
@@ -103,7 +126,9 @@ def shuffled_symmetric(S, rng: np.random.Generator) -> sp.csr_array:
     scipy.sparse.csr_array of shape (n, n)
     """
     n = S.shape[0]
-    M = sp.csr_array(S)[rng.permutation(n)][:, rng.permutation(n)]
+    diagonal = S.diagonal()
+    off = sp.csr_array(S - sp.diags_array(diagonal))
+    off.eliminate_zeros()
+    M = off[rng.permutation(n)][:, rng.permutation(n)]
     upper = sp.triu(M, k=1, format="csr")
-    off = upper + upper.T
-    return sp.csr_array(off + sp.diags_array(S.diagonal()))
+    return sp.csr_array(upper + upper.T + sp.diags_array(diagonal))

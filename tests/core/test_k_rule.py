@@ -171,3 +171,14 @@ def test_the_command_line_refuses_a_k_hat_its_rule_cannot_use(capsys):
 
     assert main(["cluster", "--consensus", str(BASEBALL_CSV), "--rule", "gap", "--k-hat", "2"]) != 0
     assert "options.k_hat" in capsys.readouterr().err
+
+
+def test_the_identity_is_n_clusters_of_one():
+    """A sparse identity of 10^5 elements end to end: every element is a
+    component of its own, so n clusters, found without an n x n matrix (the
+    diagnostics' block sums alone asked for 74.5 GiB)."""
+    n = 100_000
+    result = sca.cluster(consensus=sp.identity(n, format="csr"))
+    assert result["k"] == n and result["structure"] is True
+    assert np.array_equal(result["labels"], np.arange(n))
+    assert result["uncoupling"] == {"S": 0.0, "P": 0.0}

@@ -2,9 +2,10 @@
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 
 import sca
-from sca.null import noise_floor, tracy_widom
+from sca.null import ZERO, noise_floor, tracy_widom
 from sca.planted import planted_runs, planted_truth
 from tests.core.conftest import planted_similarity
 
@@ -42,3 +43,19 @@ def test_null_draws_keep_what_they_promise():
     iu = np.triu_indices(50, 1)
     assert np.array_equal(np.sort(shuffled[iu]), np.sort(dense[iu]))
     assert not np.array_equal(shuffled, dense)
+
+
+def test_a_shuffled_null_moves_only_the_off_diagonal_entries():
+    """The diagonal is kept and not moved as well: the identity's null is the
+    identity (its diagonal used to be scattered over random pairs, a null with
+    a structure of its own and a floor above 1)."""
+    rng = np.random.default_rng(0)
+    identity = sca.SparseOperator(sp.identity(2000, format="csr"))
+    null = identity.null_draw(rng).S
+    assert (null != sp.identity(2000, format="csr")).nnz == 0
+    assert noise_floor(identity).floor == pytest.approx(ZERO)
+    dense, _ = planted_similarity(200, 2, 0)
+    S = sp.csr_array(dense * (dense > 0.45))
+    shuffled = sca.SparseOperator(S).null_draw(rng).S
+    assert np.array_equal(shuffled.diagonal(), S.diagonal())
+    assert abs((shuffled.nnz - 200) / (S.nnz - 200) - 1) < 0.05  # a pair lost per collision
