@@ -18,7 +18,7 @@ from sca.pipeline import check_ids, custom_dict, resolve_element, similar_dict, 
 from sca.spectral import check_spectrum_options
 from sca_worker import events
 from sca_worker import inputs as worker_inputs
-from sca_worker.cleanup import forget, input_lock, release, track
+from sca_worker.cleanup import forget, release, track
 from sca_worker.jobs import (
     ACTIVE,
     SPECTRAL_OPTIONS,
@@ -92,13 +92,12 @@ def _store_and_enqueue(b, record: dict, job: JobInput, ids) -> None:
     the cache); ``record`` is updated to what was stored."""
     job_id, keys = record["id"], artifact_keys(record)
     b.store.create_job(job_id, record)  # the record first: a listed job always exists
-    with input_lock(b.store, record):
-        track(b.store, record)
-        if b.store.has(keys["input"]):
-            b.store.touch(keys["input"])
-        else:
-            b.store.save_arrays(keys["input"], job.arrays)
-        hit = cache_hit(b.store, record)
+    track(b.store, record)  # before the cache is read: a release then keeps what it finds
+    if b.store.has(keys["input"]):
+        b.store.touch(keys["input"])
+    else:
+        b.store.save_arrays(keys["input"], job.arrays)
+    hit = cache_hit(b.store, record)
     if hit:
         b.store.update_job(job_id, hit)
         record.update(hit)
