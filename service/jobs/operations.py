@@ -83,6 +83,7 @@ def submit(job: JobInput) -> dict:
     except Exception as exc:
         if store_full(exc):  # a 503: leave no half-made job behind
             forget(b.store, record)
+            listing.untrack(b.store, owner, job_id)
         raise
     return {"id": job_id, "status": record["status"], "links": links(job_id)}
 
@@ -173,6 +174,7 @@ def cancel_or_delete(job_id: str) -> dict | None:
             return view(record)
     release(b.store, record)
     b.store.delete_job(job_id)
+    listing.untrack(b.store, record.get("owner"), job_id)
     return None
 
 

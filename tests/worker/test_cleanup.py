@@ -5,16 +5,14 @@ under one lock per input: seconds per delete with thousands of twins)."""
 
 from __future__ import annotations
 
-import threading
 import uuid
 
 import pytest
-import redis
 
 from sca_worker.cleanup import release, track
 from sca_worker.jobs import new_job_id
 from sca_worker.store.keys import artifact_keys
-from tests.conftest import TEST_DB
+from tests.conftest import Monitor
 from tests.worker.conftest import make_job
 
 
@@ -76,39 +74,6 @@ def test_references_of_expired_jobs_are_dropped(store):
     store.refer(expired["id"], [f"refs:{h}" for h in set(job["hashes"].values())], 0.0, 60)
     release(store, job)
     assert not store.has(keys["result"]) and not store.has(keys["input"])
-
-
-class Monitor:
-    """The commands Redis runs on the test database under a prefix (``MONITOR``),
-    between :meth:`start` and :meth:`stop`."""
-
-    def __init__(self, url: str, prefix: str):
-        self.client = redis.Redis.from_url(url)
-        self.prefix, self.mark = prefix, uuid.uuid4().hex
-        self.commands: list[str] = []
-        self.started = threading.Event()
-        self.thread = threading.Thread(target=self._listen, daemon=True)
-
-    def _listen(self) -> None:
-        with self.client.monitor() as monitor:
-            self.client.echo(f"start-{self.mark}")
-            for seen in monitor.listen():
-                command = seen["command"]
-                if f"start-{self.mark}" in command:
-                    self.started.set()
-                elif f"stop-{self.mark}" in command:
-                    return
-                elif seen["db"] == TEST_DB and self.prefix in command:
-                    self.commands.append(command)
-
-    def start(self) -> None:
-        self.thread.start()
-        assert self.started.wait(10)
-
-    def stop(self) -> list[str]:
-        self.client.echo(f"stop-{self.mark}")
-        self.thread.join(30)
-        return self.commands
 
 
 @pytest.mark.parametrize("twins", [2000])

@@ -24,6 +24,8 @@ name                       what                            written by
 ``plot:<id>:<plot>``       a drawn plot (bytes)            API
 ``jobs:<owner>``           an owner's jobs, newest first   API
                            (sorted set)
+``deleted-jobs:<owner>``   an owner's deleted jobs (sorted API
+                           set)
 ``idem:<owner>:<hash>``    an idempotency key's answer     API
 ``rate:<owner>:<second>``  requests of a key in a second   API
 ``active:<owner>``         a key's queued/running jobs     API
@@ -134,6 +136,11 @@ def plot(job_id: str, plot_name: str, fmt: str) -> str:
 def owner_jobs(owner: str | None) -> str:
     """An API key's jobs by submission time."""
     return f"jobs:{owner or 'anonymous'}"
+
+
+def deleted_jobs(owner: str | None) -> str:
+    """An API key's deleted jobs, scored as they were in :func:`owner_jobs`."""
+    return f"deleted-jobs:{owner or 'anonymous'}"
 
 
 def idempotency(owner: str, digest: str) -> str:
