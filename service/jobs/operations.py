@@ -56,11 +56,12 @@ def links(job_id: str) -> dict:
     }
 
 
-def submit(job: JobInput) -> dict:
+def submit(job: JobInput, job_id: str | None = None) -> dict:
     """Validate, store the input, create the record and enqueue (or answer from the cache).
 
     The job belongs to the request's API key; its cache entries are kept
     apart from other keys' (``scope``), so no key learns what another sent.
+    ``job_id`` is the id chosen beforehand (by :mod:`.idempotency`), if any.
     """
     b = backend()
     owner = current_owner()
@@ -70,7 +71,7 @@ def submit(job: JobInput) -> dict:
     options = normalise_options(job.options)
     check_spectrum_options(n, **{k: options[k] for k in SPECTRAL_OPTIONS})
     hashes = content_hashes(job.kind, job.arrays, job.source, options, scope=owner or "")
-    job_id = new_job_id()
+    job_id = job_id or new_job_id()
     record = new_record(
         job_id, job.kind, n, job.source, options, hashes, runs_total=runs, owner=owner
     )
@@ -92,7 +93,9 @@ def _store_and_enqueue(b, record: dict, job: JobInput, ids) -> None:
     """Create the job's record, store its input and enqueue it (or finish it from
     the cache); ``record`` is updated to what was stored."""
     job_id, keys = record["id"], artifact_keys(record)
-    b.store.create_job(job_id, record)  # the record first: a listed job always exists
+    # The record first (a listed job always exists), alive: if this process dies
+    # from here on, a watchdog takes the job over or fails it within the heartbeat bound.
+    b.store.create_job(job_id, record, alive=True)
     track(b.store, record)  # before the cache is read: a release then keeps what it finds
     if b.store.has(keys["input"]):
         b.store.touch(keys["input"])
@@ -105,12 +108,26 @@ def _store_and_enqueue(b, record: dict, job: JobInput, ids) -> None:
     if ids is not None:
         b.store.save_json(element_ids(job_id), ids)
     if hit:
+        b.store.forget_alive(job_id)
         events.finished(b.store, job_id, "succeeded", record)
     if record["status"] == "queued":
         events.emit(b.store, job_id, "queued", record)
         b.store.alive(job_id)
         task_id = b.queue.submit(job_id)
         b.store.update_job(job_id, {"task_id": task_id})
+
+
+def adopted(job_id: str) -> dict | None:
+    """The answer to a submission of ``job_id`` whose request no process finishes
+    any more: its job was taken over by the workers (its API process died after
+    creating it), has a task or has finished.  None while the job may still be
+    being accepted (its record absent, or queued with no task and never taken over)."""
+    record = backend().store.get_job(job_id)
+    if record is None or record.get("owner") != current_owner():
+        return None
+    if record["status"] in ACTIVE and not record.get("takeovers") and not record.get("task_id"):
+        return None
+    return {"id": job_id, "status": record["status"], "links": links(job_id)}
 
 
 def get_record(job_id: str) -> dict:

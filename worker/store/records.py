@@ -18,6 +18,7 @@ the next scrape).
 from __future__ import annotations
 
 import json
+import time
 from collections import Counter
 from collections.abc import Iterable, Mapping
 
@@ -44,11 +45,16 @@ def _text(value) -> str:
 
 class Records(StoreBase):
     # -- job records --------------------------------------------------------------------------
-    def create_job(self, job_id: str, fields: Mapping) -> None:
+    def create_job(self, job_id: str, fields: Mapping, alive: bool = False) -> None:
+        """Create a job's record; with ``alive``, give it its first sign of life in
+        the same transaction (see :mod:`sca_worker.heartbeat`), so a record whose
+        submitter dies at any moment after is found by the watchdogs."""
         key = self.key(keys.job(job_id))
         with self.client.pipeline() as pipe:
             pipe.hset(key, mapping=encode(fields))
             pipe.expire(key, self.ttl)
+            if alive:
+                pipe.zadd(self.key(keys.alive()), {job_id: time.time()})
             pipe.execute()
 
     def get_job(self, job_id: str) -> dict | None:
