@@ -37,7 +37,7 @@ from sca_worker.store.keys import artifact_keys, element_ids
 from ..auth import current_owner
 from ..backend import backend
 from ..errors import ProblemError, invalid
-from ..limits import reserve_job
+from ..limits import charge_storage, refund_storage, reserve_job, uncharge_storage
 from . import callbacks, listing
 from .uploads import JobInput
 
@@ -77,7 +77,13 @@ def submit(job: JobInput, job_id: str | None = None) -> dict:
     )
     if job.callback:
         record["callback"] = job.callback
-    reserve_job(b.store, job_id)
+    charged = charge_storage(b.store, job.kind, job.arrays)
+    record.update(charged)
+    try:
+        reserve_job(b.store, job_id)
+    except ProblemError:
+        uncharge_storage(b.store, charged)
+        raise
     listing.track(b.store, owner, job_id)
     try:
         _store_and_enqueue(b, record, job, ids)
@@ -85,6 +91,7 @@ def submit(job: JobInput, job_id: str | None = None) -> dict:
         if store_full(exc):  # a 503: leave no half-made job behind
             forget(b.store, record)
             listing.untrack(b.store, owner, job_id)
+            uncharge_storage(b.store, charged)
         raise
     return {"id": job_id, "status": record["status"], "links": links(job_id)}
 
@@ -184,12 +191,14 @@ def cancel_or_delete(job_id: str) -> dict | None:
             b.queue.revoke(job_id, [record.get("task_id"), *b.store.job_tasks(job_id)])
             cancelled = get_record(job_id)
             release(b.store, cancelled)  # stages still running clean up after them
+            refund_storage(b.store, cancelled)
             events.finished(b.store, job_id, "cancelled", cancelled)
             return view(get_record(job_id))
         record = get_record(job_id)
         if record["status"] in ACTIVE:  # pragma: no cover - status changed twice meanwhile
             return view(record)
     release(b.store, record)
+    refund_storage(b.store, record)
     b.store.delete_job(job_id)
     listing.untrack(b.store, record.get("owner"), job_id)
     return None

@@ -58,6 +58,8 @@ class StoreBase:
                 "PAGE",
                 "UNLIST",
                 "RELEASE",
+                "CHARGE",
+                "REFUND",
                 "CENSUS_STEP",
             )
         }

@@ -30,6 +30,8 @@ name                       what                            written by
 ``rate:<owner>:<second>``  requests of a key in a second   API
 ``active:<owner>``         a key's queued/running jobs     API
                            (set)
+``usage:<owner>:<hour>``   bytes stored for a key's jobs   API
+                           of one hour
 ``metrics:<histogram>``    a histogram's counters (hash)   API, workers
 ``heartbeats``             ``<job>|<task>`` by last beat   workers
                            (sorted set)
@@ -156,6 +158,11 @@ def rate(owner: str, second: int) -> str:
 def active(owner: str) -> str:
     """The queued or running jobs of an API key."""
     return f"active:{owner}"
+
+
+def usage(owner: str, hour: int) -> str:
+    """The bytes stored for an API key's jobs submitted in one hour (since the epoch)."""
+    return f"usage:{owner}:{hour}"
 
 
 def histogram(name: str) -> str:

@@ -135,3 +135,27 @@ for value, count in pairs(values) do table.insert(out[2], value); table.insert(o
 for kind, size in pairs(sizes) do table.insert(out[3], kind); table.insert(out[3], size) end
 return out
 """
+
+# Adds an amount to the last of some counters unless the sum of them all would
+# exceed a limit.  KEYS: the counters, the one to add to last; ARGV: amount,
+# limit, ttl of the last.  Returns {1 when added else 0, the sum before}.
+CHARGE = """
+local total = 0
+for _, key in ipairs(KEYS) do total = total + tonumber(redis.call('GET', key) or '0') end
+if total + tonumber(ARGV[1]) > tonumber(ARGV[2]) then return {0, total} end
+redis.call('INCRBY', KEYS[#KEYS], ARGV[1])
+redis.call('EXPIRE', KEYS[#KEYS], ARGV[3])
+return {1, total}
+"""
+
+# Takes a counted field out of a record and subtracts it from a counter (once,
+# however many callers race; nothing when the counter expired).  The removal
+# comes first: a full Redis refuses a script's first write only if it would add
+# memory.  KEYS[1] record, KEYS[2] counter; ARGV: field.
+REFUND = """
+local amount = redis.call('HGET', KEYS[1], ARGV[1])
+if not amount then return 0 end
+redis.call('HDEL', KEYS[1], ARGV[1])
+if redis.call('EXISTS', KEYS[2]) == 1 then redis.call('DECRBY', KEYS[2], amount) end
+return 1
+"""
