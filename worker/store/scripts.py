@@ -1,7 +1,8 @@
 """The Lua scripts of :class:`sca_worker.store.Store`: each runs atomically in Redis.
 
 Every script reads its keys from ``KEYS`` except :data:`CENSUS_STEP`, which
-reads the keys a ``SCAN`` step returns: one Redis, not a cluster.
+reads the keys a ``SCAN`` step returns, and :data:`RELEASE`, which deletes the
+chunks named after an artifact's key: one Redis, not a cluster.
 """
 
 # Sets hash fields if the hash exists and (when given) its status is expected.
