@@ -17,13 +17,13 @@ answer) names it with a key of its choosing.  Keys are scoped per API key
   ``Retry-After``; the same key with another body: 422; both problem+json
   naming ``Idempotency-Key``;
 * the claim names the job the first request makes (its id is chosen before
-  the claim): once that job is in the hands of the workers (taken over by a
-  watchdog after the first request's API process died, queued with a task,
-  or finished), a request with the key is answered with that job (202, as a
+  the claim): once a watchdog has taken that job over (it had no sign of life
+  for the heartbeat timeout: the first request's API process died after
+  creating it), a request with the key is answered with that job (202, as a
   replay) and the answer is stored for the next ones.  An API process that
-  dies after creating the job's record so blocks its key for no longer than
-  the heartbeat bound (``SCA_HEARTBEAT_TIMEOUT`` plus an interval), not
-  :data:`PENDING_SECONDS`;
+  dies after creating the job's record and before enqueueing it so blocks
+  its key for no longer than the heartbeat bound (``SCA_HEARTBEAT_TIMEOUT``
+  plus an interval), not :data:`PENDING_SECONDS`;
 * a first request that ends in an error (invalid input, over a limit, Redis
   away) stores nothing and frees the key: the error is not replayed, so a
   retry after a 429 or 503 is judged afresh.
@@ -153,8 +153,8 @@ def _answer(digest: str, response: Response) -> dict:
 
 
 def _adopted(store, name: str, raw: bytes, stored: dict, adopt, ttl: int) -> Response | None:
-    """The answer to a pending claim whose job the workers hold (see the module
-    docstring), stored in place of the claim; None while the claim still pends."""
+    """The answer to a pending claim whose job a watchdog took over (see the
+    module docstring), stored in place of the claim; None while the claim pends."""
     job_id = stored.get("job")
     response = adopt(job_id) if job_id else None
     if response is None:

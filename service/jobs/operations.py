@@ -126,13 +126,11 @@ def _store_and_enqueue(b, record: dict, job: JobInput, ids) -> None:
 
 def adopted(job_id: str) -> dict | None:
     """The answer to a submission of ``job_id`` whose request no process finishes
-    any more: its job was taken over by the workers (its API process died after
-    creating it), has a task or has finished.  None while the job may still be
-    being accepted (its record absent, or queued with no task and never taken over)."""
+    any more: a watchdog took its job over (it found the job with no sign of life
+    for the heartbeat timeout: its API process died after creating it).  None
+    while the request may still be live (the job absent, or never taken over)."""
     record = backend().store.get_job(job_id)
-    if record is None or record.get("owner") != current_owner():
-        return None
-    if record["status"] in ACTIVE and not record.get("takeovers") and not record.get("task_id"):
+    if record is None or record.get("owner") != current_owner() or not record.get("takeovers"):
         return None
     return {"id": job_id, "status": record["status"], "links": links(job_id)}
 
