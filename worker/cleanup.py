@@ -4,7 +4,7 @@ Artifacts are content-addressed and shared by every job that names them (see
 :mod:`sca_worker.jobs`), so deleting a job must not delete what another job
 still reads.  Each artifact is kept under one of the job's content hashes
 (:func:`sca_worker.store.keys.shared_artifacts`), and every job is listed,
-when it is created, in the references ``refs:<h>`` of each of its hashes (a
+when it is created, in the references ``uses:<h>`` of each of its hashes (a
 sorted set scored by when it was listed).  :func:`release` removes the job
 from each and, in the same atomic step in Redis, deletes the artifacts of
 every hash no job refers to any more: a reference count, with the same work

@@ -11,7 +11,7 @@ import pytest
 
 from sca_worker.cleanup import release, track
 from sca_worker.jobs import new_job_id
-from sca_worker.store.keys import artifact_keys
+from sca_worker.store.keys import artifact_keys, refs
 from tests.conftest import Monitor
 from tests.worker.conftest import make_job
 
@@ -71,7 +71,7 @@ def test_references_of_expired_jobs_are_dropped(store):
     track(store, job)
     keys = _finish(store, job)
     expired = dict(job, id=new_job_id())  # listed long ago, its record gone with its TTL
-    store.refer(expired["id"], [f"refs:{h}" for h in set(job["hashes"].values())], 0.0, 60)
+    store.refer(expired["id"], [refs(h) for h in set(job["hashes"].values())], 0.0, 60)
     release(store, job)
     assert not store.has(keys["result"]) and not store.has(keys["input"])
 
@@ -95,3 +95,12 @@ def test_a_release_costs_the_same_whatever_the_number_of_twins(redis_store, redi
     commands = monitor.stop()
     assert len(commands) < 40, f"{len(commands)} commands, e.g. {commands[:5]}"
     assert redis_store.has(artifact_keys(first)["input"])  # the twins still use it
+
+
+def test_sets_of_an_earlier_release_are_left_to_expire(store):
+    job = make_job(store)
+    store.sadd(f"refs:{job['hashes']['input']}", "an-older-job", 60)  # as once kept
+    track(store, job)
+    keys = _finish(store, job)
+    release(store, job)
+    assert not store.has(keys["input"])

@@ -17,7 +17,7 @@ name                       what                            written by
 ...                        (:func:`artifact_keys`)
 ``ids:<id>``               a job's element ids (JSON)      API; deleted by
                                                            :mod:`sca_worker.cleanup`
-``refs:<h>``               the jobs using the artifacts    API, workers
+``uses:<h>``               the jobs using the artifacts    API, workers
                            under a content hash (sorted
                            set)
 ``webhook:<id>``           a webhook awaiting delivery     workers, API
@@ -122,7 +122,9 @@ def element_ids(job_id: str) -> str:
 def refs(digest: str) -> str:
     """The jobs that use the artifacts kept under the content hash ``digest``, by
     the time each was listed (sorted set; see :mod:`sca_worker.cleanup`)."""
-    return f"refs:{digest}"
+    # Not refs:<h>, the sets of jobs per input an earlier release scanned under a
+    # lock: a sorted set under that name would meet them until they expire.
+    return f"uses:{digest}"
 
 
 def webhook(job_id: str) -> str:
