@@ -41,6 +41,8 @@ DEFAULTS = {
     # Per key: requests per second, and jobs queued or running (429 beyond; 0 = off).
     "SCA_RATE_LIMIT": 100,
     "SCA_MAX_ACTIVE_JOBS": 20,
+    # Per key: bytes of input arrays its jobs may hold in the store (413 beyond; 0 = off).
+    "SCA_MAX_KEY_BYTES": 2048 * MIB,
     # Seconds the first answer to a POST /v1/jobs with an Idempotency-Key is
     # kept, and replayed to a repeat of that request (per API key).
     "SCA_IDEMPOTENCY_TTL": 86_400,

@@ -15,6 +15,7 @@ import os
 import shutil
 import socket
 import subprocess
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -220,3 +221,38 @@ def redis_store(redis_url):
     from sca_worker.store import Store
 
     return Store.from_url(redis_url, ttl=600, prefix=f"sca-test-{uuid.uuid4().hex[:8]}:")
+
+
+class Monitor:
+    """The commands Redis runs on the test database under a prefix (``MONITOR``),
+    between :meth:`start` and :meth:`stop`."""
+
+    def __init__(self, url: str, prefix: str):
+        import redis
+
+        self.client = redis.Redis.from_url(url)
+        self.prefix, self.mark = prefix, uuid.uuid4().hex
+        self.commands: list[str] = []
+        self.started = threading.Event()
+        self.thread = threading.Thread(target=self._listen, daemon=True)
+
+    def _listen(self) -> None:
+        with self.client.monitor() as monitor:
+            self.client.echo(f"start-{self.mark}")
+            for seen in monitor.listen():
+                command = seen["command"]
+                if f"start-{self.mark}" in command:
+                    self.started.set()
+                elif f"stop-{self.mark}" in command:
+                    return
+                elif seen["db"] == TEST_DB and self.prefix in command:
+                    self.commands.append(command)
+
+    def start(self) -> None:
+        self.thread.start()
+        assert self.started.wait(10)
+
+    def stop(self) -> list[str]:
+        self.client.echo(f"stop-{self.mark}")
+        self.thread.join(30)
+        return self.commands

@@ -1,88 +1,77 @@
 """Which jobs use which artifacts, and deleting those no job uses any more.
 
-Artifacts are content-addressed and shared by every job of the same input
-(see :mod:`sca_worker.jobs`), so deleting a job must not delete what another job
-still reads.  Every job is listed in the set ``refs:<h_input>`` when it is
-created; every artifact a job uses derives from its input, so the jobs that
-could share one of its artifacts are all in that set.  :func:`release`
-deletes a job's artifacts that no other live job (one that exists and is not
-cancelled) of the set also names.  Release and submission take one lock per
-input (:func:`input_lock`, a Redis lock shared by every process), so a job
-being submitted is either listed before a release reads the set, or sees the
-artifacts already gone and writes them again; a job's record is created
-before it is listed.
+Artifacts are content-addressed and shared by every job that names them (see
+:mod:`sca_worker.jobs`), so deleting a job must not delete what another job
+still reads.  Each artifact is kept under one of the job's content hashes
+(:func:`sca_worker.store.keys.shared_artifacts`), and every job is listed,
+when it is created, in the references ``uses:<h>`` of each of its hashes (a
+sorted set scored by when it was listed).  :func:`release` removes the job
+from each and, in the same atomic step in Redis, deletes the artifacts of
+every hash no job refers to any more: a reference count, with the same work
+per job however many identical jobs share its input (before, release read
+every other job of the input under one lock per input: seconds per delete
+with thousands of twins, and a lock that timed out into 500s).
+
+A submission lists its job (:func:`track`) before it looks in the cache or
+stores its input, so a concurrent release either sees the reference and
+keeps the artifacts, or deleted them before and the submission writes them
+again.  A job that expires instead of being deleted never releases: its
+references are dropped by later releases once older than twice
+``SCA_JOB_TTL`` (past which no job record remains, as for the listing's
+index), and until then its artifacts expire with their own TTL.
 
 A stage that was running when its job was cancelled writes its artifact
 after the API released the job's; :func:`sca_worker.stages.execute` calls
-:func:`release` again once such a stage returns, so nothing is left behind.
+:func:`release` again once such a stage returns, which deletes it unless
+another job refers to it.
 """
 
 from __future__ import annotations
 
-from .problems import store_full
+import time
+
 from .store import Store, keys
-from .store.keys import artifact_keys
+from .store.keys import artifact_keys, shared_artifacts
 
 
-def _refs(record) -> str:
-    return keys.refs(record["hashes"]["input"])
+def _refs(record) -> dict[str, list[str]]:
+    """The sets of references of a job's content hashes, each with its artifacts."""
+    return {keys.refs(h): list(named.values()) for h, named in shared_artifacts(record).items()}
 
 
-def _names(record) -> set[str]:
-    named = artifact_keys(record)
-    names = {key for name, key in named.items() if name != "run"}  # runs: below
+def _own(record) -> list[str]:
+    """The artifacts that belong to the job alone: its ensemble's runs and its ids."""
     runs = int(record.get("runs_total") or 0)  # counted at submission
-    return names | {f"{named['run']}{i}" for i in range(runs)}
+    prefix = artifact_keys(record)["run"]
+    return [*(f"{prefix}{i}" for i in range(runs)), keys.element_ids(record["id"])]
+
+
+def _keep(store: Store) -> float:
+    """References older than this are of jobs that expired without a release."""
+    return 2 * store.ttl
 
 
 def track(store: Store, record) -> None:
-    """List a new job among the users of its input (its record must exist first,
-    or a concurrent :func:`release` takes it for a dead job)."""
-    store.sadd(_refs(record), record["id"], store.ttl)
+    """List a new job among the users of its artifacts (before the submission
+    looks in the cache or stores its input)."""
+    store.refer(record["id"], _refs(record), time.time(), int(_keep(store)))
 
 
 def forget(store: Store, record) -> None:
     """Undo a submission that Redis refused for lack of memory: unlist the job and
-    delete its record and ids (deleting needs no memory; taking a lock would).
-    Its input, shared by content, expires with its TTL."""
-    store.srem(_refs(record), record["id"])
-    store.delete(keys.element_ids(record["id"]))
+    delete its record and ids (all removals, which a full Redis takes)."""
+    release(store, record)
+    store.forget_alive(record["id"])
     store.delete_job(record["id"])
 
 
-def input_lock(store: Store, record):
-    """The lock that makes :func:`track` plus the submitter's cache checks, and
-    :func:`release`, atomic with respect to each other for one input."""
-    return store.lock(_refs(record))
-
-
 def release(store: Store, record) -> list[str]:
-    """Delete the artifacts of ``record`` that no other live job uses; returns their names.
+    """Drop the job's references and delete the artifacts no job refers to any
+    more, and the job's own; returns the names deleted.
 
-    A full Redis refuses the lock (a write) but not the deletions, which make
-    room: they go ahead unlocked, as no submission can list itself meanwhile
-    (:func:`track` is a write too).
+    Only removals: a full Redis takes them, and they make room.
     """
-    try:
-        with input_lock(store, record):
-            return _release(store, record)
-    except Exception as exc:
-        if not store_full(exc):
-            raise
-        return _release(store, record)
-
-
-def _release(store: Store, record) -> list[str]:
-    refs = _refs(record)
-    store.srem(refs, record["id"])
-    keep: set[str] = set()
-    for other_id in store.smembers(refs):
-        other = store.get_job(other_id)
-        if other is None:
-            store.srem(refs, other_id)
-        elif other.get("status") != "cancelled":
-            keep |= _names(other)
-    names = sorted(_names(record) - keep)
-    names.append(keys.element_ids(record["id"]))
-    store.delete(*names)
-    return names
+    deleted = store.unrefer(record["id"], _refs(record), time.time() - _keep(store))
+    own = _own(record)
+    store.delete(*own)
+    return deleted + own

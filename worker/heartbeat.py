@@ -19,9 +19,11 @@ job finished and does nothing.  A hung task is ended by the task time limit.
 
 A job can also be left with no task at all: after a Redis restart a chord's
 counter or a delivered message may be gone, and a job whose tasks never beat
-leaves no stale entry to claim.  So every active job has a last sign of life
-in the sorted set ``alive`` (set at submission, by every beat of its tasks and
-at each stage start).  A job silent for ``SCA_HEARTBEAT_TIMEOUT`` with none of
+leaves no stale entry to claim, and an API process that dies while accepting
+a job leaves its record with no task at all.  So every active job has a last
+sign of life in the sorted set ``alive`` (set with its record, in the same
+transaction, again when it is enqueued, by every beat of its tasks and at
+each stage start).  A job silent for ``SCA_HEARTBEAT_TIMEOUT`` with none of
 its messages waiting in the queue and no task held is taken over the same
 way: within the timeout plus one interval it is resumed or, past
 ``SCA_MAX_TAKEOVERS``, failed with a problem.

@@ -16,6 +16,14 @@ answer) names it with a key of its choosing.  Keys are scoped per API key
 * a request with the key while the first is still being accepted: 409 with
   ``Retry-After``; the same key with another body: 422; both problem+json
   naming ``Idempotency-Key``;
+* the claim names the job the first request makes (its id is chosen before
+  the claim): once a watchdog has taken that job over (it had no sign of life
+  for the heartbeat timeout: the first request's API process died after
+  creating it), a request with the key is answered with that job (202, as a
+  replay) and the answer is stored for the next ones.  An API process that
+  dies after creating the job's record and before enqueueing it so blocks
+  its key for no longer than the heartbeat bound (``SCA_HEARTBEAT_TIMEOUT``
+  plus an interval), not :data:`PENDING_SECONDS`;
 * a first request that ends in an error (invalid input, over a limit, Redis
   away) stores nothing and frees the key: the error is not replayed, so a
   retry after a 429 or 503 is judged afresh.
@@ -35,6 +43,7 @@ import uuid
 
 from flask import Response, current_app, request
 
+from sca_worker.jobs import new_job_id
 from sca_worker.problems import PROBLEM_BASE
 from sca_worker.store import keys
 
@@ -48,7 +57,8 @@ HEADER = "Idempotency-Key"
 #: Longest key accepted (characters).
 MAX_LENGTH = 255
 #: Longest a claim stays pending: past it, a request that died while being
-#: accepted no longer blocks its key (a live one finishes well within it).
+#: accepted, before its job's record existed, no longer blocks its key (a live
+#: one finishes well within it).
 PENDING_SECONDS = 300
 #: Headers of the first answer that a replay repeats.
 REPLAYED_HEADERS = ("Location", "Retry-After")
@@ -132,15 +142,43 @@ def _release(store, name: str, pending: bytes) -> None:
         log.warning("%s: the claim could not be freed (%s)", HEADER, type(exc).__name__)
 
 
-def idempotent(handle):
-    """Answer the request by ``handle()`` (a Response), at most once per key and body."""
+def _answer(digest: str, response: Response) -> dict:
+    return {
+        "state": "done",
+        "fingerprint": digest,
+        "status": response.status_code,
+        "body": response.get_data(as_text=True),
+        "headers": {h: response.headers[h] for h in REPLAYED_HEADERS if h in response.headers},
+    }
+
+
+def _adopted(store, name: str, raw: bytes, stored: dict, adopt, ttl: int) -> Response | None:
+    """The answer to a pending claim whose job a watchdog took over (see the
+    module docstring), stored in place of the claim; None while the claim pends."""
+    job_id = stored.get("job")
+    response = adopt(job_id) if job_id else None
+    if response is None:
+        return None
+    answer = _answer(stored["fingerprint"], response)
+    try:
+        store.set_if(name, json.dumps(answer).encode(), ttl, expected=raw)
+    except Exception as exc:  # answered anyway: the next request decides again
+        log.warning("%s: the answer could not be stored (%s)", HEADER, type(exc).__name__)
+    return _replay(answer)
+
+
+def idempotent(handle, adopt):
+    """Answer the request by ``handle(job_id)`` (a Response), at most once per key
+    and body; ``adopt(job_id)`` answers for a job whose first request no process
+    finishes any more (None while it may still be accepted)."""
+    job_id = new_job_id()
     key = _key_from_header()
     if key is None:
-        return handle()
+        return handle(job_id)
     store, name, ttl = backend().store, _name(key), current_app.config["SCA_IDEMPOTENCY_TTL"]
     digest = fingerprint()
     pending = json.dumps(
-        {"state": "pending", "fingerprint": digest, "token": uuid.uuid4().hex}
+        {"state": "pending", "fingerprint": digest, "token": uuid.uuid4().hex, "job": job_id}
     ).encode()
     for _ in range(3):  # a key that expires between the claim and the read: claim again
         if store.set_if(name, pending, min(PENDING_SECONDS, ttl)):
@@ -152,30 +190,28 @@ def idempotent(handle):
         if stored["fingerprint"] != digest:
             raise _mismatch(key)
         if stored["state"] == "pending":
-            raise _conflict(key)
+            adopted = _adopted(store, name, raw, stored, adopt, ttl)
+            if adopted is None:
+                raise _conflict(key)
+            return adopted
         return _replay(stored)
     else:  # pragma: no cover - the key appeared and vanished three times in a row
         raise _conflict(key)
     try:
-        response = handle()
+        response = handle(job_id)
     except BaseException:
         _release(store, name, pending)
         raise
     if not 200 <= response.status_code < 300:
         _release(store, name, pending)
         return response
-    answer = {
-        "state": "done",
-        "fingerprint": digest,
-        "status": response.status_code,
-        "body": response.get_data(as_text=True),
-        "headers": {h: response.headers[h] for h in REPLAYED_HEADERS if h in response.headers},
-    }
     try:
-        stored = store.set_if(name, json.dumps(answer).encode(), ttl, expected=pending)
+        stored = store.set_if(
+            name, json.dumps(_answer(digest, response)).encode(), ttl, expected=pending
+        )
     except Exception as exc:  # the job exists: answer it; a retry meets the pending claim
         log.warning("%s: the answer could not be stored (%s)", HEADER, type(exc).__name__)
         return response
     if not stored:
-        log.warning("%s: the claim lapsed before the answer was stored", HEADER)
+        log.warning("%s: the claim lapsed or was answered for its job meanwhile", HEADER)
     return response

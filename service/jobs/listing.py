@@ -7,9 +7,13 @@ by ``starting_after``: its rank and the page are read in one atomic step, and
 a new job always enters above every existing one, so jobs submitted while a
 caller pages through never shift, repeat or hide a job on a later page.
 
-Entries of jobs deleted or expired stay in the index as markers (their
-pages are still found from them) and are skipped; the index drops entries
-older than twice ``SCA_JOB_TTL``, past which no job record can remain.
+A deleted job leaves the index in the same step as it enters a second
+sorted set of deleted jobs at the same score (:func:`untrack`), so a page
+never reads past deleted jobs one by one, and a page after a deleted job is
+still found from its place.  (Deleted entries used to stay in the index as
+markers, skipped one by one: a page of one job under 4,000 deleted ones took
+over a second.)  Entries of jobs expired stay and are skipped; both sets drop
+entries older than twice ``SCA_JOB_TTL``, past which no job record can remain.
 """
 
 from __future__ import annotations
@@ -45,6 +49,19 @@ def track(store, owner: str | None, job_id: str) -> None:
     store.index_add(keys.owner_jobs(owner), job_id, stamp, ttl=keep, drop_below=stamp - keep)
 
 
+def untrack(store, owner: str | None, job_id: str) -> None:
+    """Move a deleted job from its owner's index to the owner's deleted jobs
+    (after its record is deleted: a listed id without a record is skipped)."""
+    keep = 2 * current_app.config["SCA_JOB_TTL"]
+    store.index_remove(
+        keys.owner_jobs(owner),
+        keys.deleted_jobs(owner),
+        job_id,
+        ttl=keep,
+        drop_below=time.time() - keep,
+    )
+
+
 def page(query: dict, summary) -> dict:
     """One page of the caller's jobs (``summary(record)`` of each), Stripe's shape:
     ``{object, url, data, has_more, next_cursor}``."""
@@ -53,7 +70,12 @@ def page(query: dict, summary) -> dict:
     limit, after = query["limit"], query["starting_after"]
     records: list[dict] = []
     while len(records) <= limit:
-        members = store.index_page(keys.owner_jobs(owner), after, limit + 1 - len(records) + SLACK)
+        members = store.index_page(
+            keys.owner_jobs(owner),
+            after,
+            limit + 1 - len(records) + SLACK,
+            removed=keys.deleted_jobs(owner),
+        )
         if members is None:
             if after == query["starting_after"]:
                 raise invalid(

@@ -18,7 +18,7 @@ from sca.pipeline import check_ids, custom_dict, resolve_element, similar_dict, 
 from sca.spectral import check_spectrum_options
 from sca_worker import events
 from sca_worker import inputs as worker_inputs
-from sca_worker.cleanup import forget, input_lock, release, track
+from sca_worker.cleanup import forget, release, track
 from sca_worker.jobs import (
     ACTIVE,
     SPECTRAL_OPTIONS,
@@ -37,7 +37,7 @@ from sca_worker.store.keys import artifact_keys, element_ids
 from ..auth import current_owner
 from ..backend import backend
 from ..errors import ProblemError, invalid
-from ..limits import reserve_job
+from ..limits import charge_storage, refund_storage, reserve_job, uncharge_storage
 from . import callbacks, listing
 from .uploads import JobInput
 
@@ -56,11 +56,12 @@ def links(job_id: str) -> dict:
     }
 
 
-def submit(job: JobInput) -> dict:
+def submit(job: JobInput, job_id: str | None = None) -> dict:
     """Validate, store the input, create the record and enqueue (or answer from the cache).
 
     The job belongs to the request's API key; its cache entries are kept
     apart from other keys' (``scope``), so no key learns what another sent.
+    ``job_id`` is the id chosen beforehand (by :mod:`.idempotency`), if any.
     """
     b = backend()
     owner = current_owner()
@@ -70,19 +71,27 @@ def submit(job: JobInput) -> dict:
     options = normalise_options(job.options)
     check_spectrum_options(n, **{k: options[k] for k in SPECTRAL_OPTIONS})
     hashes = content_hashes(job.kind, job.arrays, job.source, options, scope=owner or "")
-    job_id = new_job_id()
+    job_id = job_id or new_job_id()
     record = new_record(
         job_id, job.kind, n, job.source, options, hashes, runs_total=runs, owner=owner
     )
     if job.callback:
         record["callback"] = job.callback
-    reserve_job(b.store, job_id)
+    charged = charge_storage(b.store, job.kind, job.arrays)
+    record.update(charged)
+    try:
+        reserve_job(b.store, job_id)
+    except ProblemError:
+        uncharge_storage(b.store, charged)
+        raise
     listing.track(b.store, owner, job_id)
     try:
         _store_and_enqueue(b, record, job, ids)
     except Exception as exc:
         if store_full(exc):  # a 503: leave no half-made job behind
             forget(b.store, record)
+            listing.untrack(b.store, owner, job_id)
+            uncharge_storage(b.store, charged)
         raise
     return {"id": job_id, "status": record["status"], "links": links(job_id)}
 
@@ -91,26 +100,39 @@ def _store_and_enqueue(b, record: dict, job: JobInput, ids) -> None:
     """Create the job's record, store its input and enqueue it (or finish it from
     the cache); ``record`` is updated to what was stored."""
     job_id, keys = record["id"], artifact_keys(record)
-    b.store.create_job(job_id, record)  # the record first: a listed job always exists
-    with input_lock(b.store, record):
-        track(b.store, record)
-        if b.store.has(keys["input"]):
-            b.store.touch(keys["input"])
-        else:
-            b.store.save_arrays(keys["input"], job.arrays)
-        hit = cache_hit(b.store, record)
+    # The record first (a listed job always exists), alive: if this process dies
+    # from here on, a watchdog takes the job over or fails it within the heartbeat bound.
+    b.store.create_job(job_id, record, alive=True)
+    track(b.store, record)  # before the cache is read: a release then keeps what it finds
+    if b.store.has(keys["input"]):
+        b.store.touch(keys["input"])
+    else:
+        b.store.save_arrays(keys["input"], job.arrays)
+    hit = cache_hit(b.store, record)
     if hit:
         b.store.update_job(job_id, hit)
         record.update(hit)
     if ids is not None:
         b.store.save_json(element_ids(job_id), ids)
     if hit:
+        b.store.forget_alive(job_id)
         events.finished(b.store, job_id, "succeeded", record)
     if record["status"] == "queued":
         events.emit(b.store, job_id, "queued", record)
         b.store.alive(job_id)
         task_id = b.queue.submit(job_id)
         b.store.update_job(job_id, {"task_id": task_id})
+
+
+def adopted(job_id: str) -> dict | None:
+    """The answer to a submission of ``job_id`` whose request no process finishes
+    any more: a watchdog took its job over (it found the job with no sign of life
+    for the heartbeat timeout: its API process died after creating it).  None
+    while the request may still be live (the job absent, or never taken over)."""
+    record = backend().store.get_job(job_id)
+    if record is None or record.get("owner") != current_owner() or not record.get("takeovers"):
+        return None
+    return {"id": job_id, "status": record["status"], "links": links(job_id)}
 
 
 def get_record(job_id: str) -> dict:
@@ -167,13 +189,16 @@ def cancel_or_delete(job_id: str) -> dict | None:
             b.queue.revoke(job_id, [record.get("task_id"), *b.store.job_tasks(job_id)])
             cancelled = get_record(job_id)
             release(b.store, cancelled)  # stages still running clean up after them
+            refund_storage(b.store, cancelled)
             events.finished(b.store, job_id, "cancelled", cancelled)
             return view(get_record(job_id))
         record = get_record(job_id)
         if record["status"] in ACTIVE:  # pragma: no cover - status changed twice meanwhile
             return view(record)
     release(b.store, record)
+    refund_storage(b.store, record)
     b.store.delete_job(job_id)
+    listing.untrack(b.store, record.get("owner"), job_id)
     return None
 
 

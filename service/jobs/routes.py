@@ -35,11 +35,20 @@ bp.record_once(_add_converter)
 
 @bp.post("")
 def create_job():
-    return idempotent(_accept)
+    return idempotent(_accept, _adopt)
 
 
-def _accept():
-    accepted = operations.submit(parse_job_request())
+def _accept(job_id: str):
+    return _accepted(operations.submit(parse_job_request(), job_id))
+
+
+def _adopt(job_id: str):
+    """The answer for a job whose first request died after creating it (or None)."""
+    accepted = operations.adopted(job_id)
+    return None if accepted is None else _accepted(accepted)
+
+
+def _accepted(accepted: dict):
     response = jsonify(accepted)
     response.status_code = 202
     response.headers["Location"] = accepted["links"]["self"]

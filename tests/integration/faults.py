@@ -179,7 +179,8 @@ class Api:
 
     def request(self, method: str, path: str, **kwargs) -> requests.Response:
         kwargs.setdefault("timeout", 30)
-        return requests.request(method, self.base + path, headers=AUTH, **kwargs)
+        headers = {**AUTH, **kwargs.pop("headers", {})}
+        return requests.request(method, self.base + path, headers=headers, **kwargs)
 
     def get(self, path: str) -> requests.Response:
         return self.request("get", path)

@@ -4,6 +4,7 @@ jobs wait and the API serves, a cancelled job's artifacts, a pickled message."""
 from __future__ import annotations
 
 import json
+import threading
 import time
 import uuid
 
@@ -11,6 +12,7 @@ import pytest
 import redis
 import requests
 
+from sca_worker.store import Store
 from tests.conftest import BASEBALL_BODY, BASEBALL_TEAMS, DATA, http_get, wait_for
 from tests.integration.faults import Api, RedisProcess, Worker, leukemia_job, worker_env
 
@@ -186,3 +188,86 @@ def test_redis_password_is_required_and_used(tmp_path):
             worker.stop()
     finally:
         server.stop()
+
+
+class _Stuck:
+    """Where a dying API process stops for good: its request thread waits forever,
+    leaving Redis as a SIGKILL there would (the record made, nothing after)."""
+
+    forever = threading.Event()
+
+    def submit(self, job_id):
+        self.forever.wait()
+
+    def revoke(self, job_id, task_ids=()):
+        pass
+
+    def ping(self):
+        return True
+
+
+class _StuckStore(Store):
+    """A store whose writes of inputs never end (the API dies while storing one)."""
+
+    def save_arrays(self, name, arrays, ttl=None):
+        if name.startswith("input:"):
+            _Stuck.forever.wait()
+        return super().save_arrays(name, arrays, ttl)
+
+
+def _post(api, body, headers):
+    return api.request("post", "/v1/jobs", json=body, headers=headers)
+
+
+def _post_quietly(api, body, headers):
+    """A request to an API that never answers it (its process died)."""
+    try:
+        _post(api, body, headers)
+    except requests.RequestException:
+        pass
+
+
+@pytest.mark.parametrize("dies", ["before enqueueing", "while storing the input"])
+def test_a_job_whose_api_died_after_creating_it_is_taken_over_or_failed(redis_url, tmp_path, dies):
+    """Before, the record stayed queued for good (no task, no sign of life, so no
+    takeover), and its Idempotency-Key answered 409 for 300 s."""
+    prefix = f"sca-orphan-{uuid.uuid4().hex[:6]}:"
+    worker = Worker(worker_env(redis_url, prefix), tmp_path / "worker.log", "orphans")
+    if dies == "before enqueueing":
+        dying = Api(redis_url, prefix, SCA_QUEUE=_Stuck())
+    else:
+        dying = Api(redis_url, prefix, SCA_STORE=_StuckStore.from_url(redis_url, prefix=prefix))
+    survivor = Api(redis_url, prefix)
+    body = dict(BASEBALL_BODY, options={"seed": 41})
+    headers = {"Idempotency-Key": "orphan-1"}
+    try:
+        threading.Thread(target=_post_quietly, args=(dying, body, headers), daemon=True).start()
+        deadline = time.monotonic() + 30
+        while not (listed := survivor.get("/v1/jobs").json()["data"]):
+            assert time.monotonic() < deadline, "the dying API made no record"
+            time.sleep(0.05)
+        job_id, died = listed[0]["id"], time.monotonic()
+        while (
+            retry := survivor.request("post", "/v1/jobs", json=body, headers=headers)
+        ).status_code == 409:
+            # SCA_HEARTBEAT_TIMEOUT 4 s plus an interval, and room for a loaded machine
+            assert time.monotonic() - died < 20, "the key still blocks"
+            time.sleep(0.2)
+        assert retry.status_code == 202 and retry.json()["id"] == job_id, retry.text
+        assert retry.headers["Idempotent-Replayed"] == "true"
+        job = survivor.wait(job_id, timeout=60)
+        if dies == "before enqueueing":  # taken over: it runs
+            assert job["status"] == "succeeded", job.get("error")
+            assert sorted(map(sorted, job["result"]["clusters"])) == BASEBALL_TEAMS
+        else:  # nothing to run: failed, saying why
+            assert job["status"] == "failed" and job["error"]["status"] == 410, job
+            assert "input:" in job["error"]["detail"]
+        again = survivor.request("post", "/v1/jobs", json=body, headers=headers)
+        assert again.json()["id"] == job_id  # the stored answer
+        assert [listed["status"] for listed in survivor.get("/v1/jobs").json()["data"]] == [
+            job["status"]
+        ]
+    finally:
+        dying.close()
+        survivor.close()
+        worker.stop()

@@ -135,6 +135,39 @@ def test_active_jobs_limit_is_per_key(make_client, idle_queue):
     )
 
 
+@pytest.mark.parametrize("on", ["redis", "embedded"])
+def test_storage_quota_is_per_key(make_client, idle_queue, request, on):
+    """Each job's input bytes count against its key until it is cancelled or
+    deleted (once, however often), or expires; beyond SCA_MAX_KEY_BYTES a
+    submission is a 413 naming the input."""
+    size = len(BASEBALL_S) ** 2 * 8  # stored as floats
+    store = {"SCA_STORE": request.getfixturevalue("redis_store")} if on == "redis" else {}
+    client = make_client(
+        SCA_API_KEYS=f"{KEY_A},{KEY_B}",
+        SCA_MAX_KEY_BYTES=2 * size + size // 2,
+        SCA_MAX_ACTIVE_JOBS=0,
+        SCA_QUEUE=idle_queue,
+        **store,
+    )
+
+    def post(seed, headers=A):
+        return client.post("/v1/jobs", json=dict(BODY, options={"seed": seed}), headers=headers)
+
+    first, second = (post(seed).get_json()["id"] for seed in (1, 2))
+    refused = post(3)
+    body = problem(refused, 413, "consensus")
+    assert body["type"].endswith("/storage-quota-exceeded")
+    assert f"hold {2 * size} bytes" in body["detail"] and f"has {size}" in body["detail"]
+    assert post(3, headers=B).status_code == 202  # another key's quota
+    assert client.delete(f"/v1/jobs/{first}", headers=A).status_code == 200  # cancelled
+    assert post(3).status_code == 202
+    for _ in range(2):  # cancelled, then deleted: one refund
+        client.delete(f"/v1/jobs/{second}", headers=A)
+    client.delete(f"/v1/jobs/{first}", headers=A)  # deleted: nothing more to refund
+    assert post(4).status_code == 202
+    problem(post(5), 413, "consensus")
+
+
 def test_anonymous_embedded_default_says_so(make_client, caplog):
     caplog.set_level(logging.WARNING)
     make_client()

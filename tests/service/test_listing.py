@@ -3,7 +3,7 @@ cursor pages that hold still while jobs are submitted."""
 
 from __future__ import annotations
 
-from tests.conftest import BASEBALL_BODY
+from tests.conftest import BASEBALL_BODY, Monitor
 from tests.service.conftest import KEY_A, KEY_B, A, B, IdleQueue, problem
 
 
@@ -93,3 +93,25 @@ def test_without_keys_everyone_is_the_anonymous_caller(idle_client):
     page = idle_client.get("/v1/jobs").get_json()
     assert [job["id"] for job in page["data"]] == ids[::-1]
     assert {job["status"] for job in page["data"]} == {"queued"}
+
+
+def test_a_page_reads_no_deleted_job(make_client, redis_store, redis_url):
+    """Deleted jobs above the newest live one: the page reads that job's record only
+    (deleted jobs were markers in the index, each record looked up and skipped)."""
+    client = make_client(
+        SCA_API_KEYS=f"{KEY_A},{KEY_B}",
+        SCA_QUEUE=IdleQueue(),
+        SCA_MAX_ACTIVE_JOBS=0,
+        SCA_RATE_LIMIT=0,
+        SCA_STORE=redis_store,
+    )
+    kept = _submit(client, A, 1)[0]
+    for job_id in _submit(client, A, 150):
+        client.delete(f"/v1/jobs/{job_id}", headers=A)  # cancelled
+        assert client.delete(f"/v1/jobs/{job_id}", headers=A).status_code == 204
+    monitor = Monitor(redis_url, redis_store.prefix)
+    monitor.start()
+    page = client.get("/v1/jobs?limit=1", headers=A).get_json()
+    reads = [c for c in monitor.stop() if c.upper().startswith("HGETALL ")]
+    assert [job["id"] for job in page["data"]] == [kept] and page["has_more"] is False
+    assert len(reads) <= 2, f"{len(reads)} records read for a page of one"

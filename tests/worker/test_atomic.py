@@ -51,6 +51,23 @@ def test_index_pages_newest_first(store):
     assert store.index_page("idx", "e", 2) == ["x", "d"]
 
 
+def test_removed_members_leave_the_index_and_keep_their_place(store):
+    for i, member in enumerate("abcdefg"):
+        store.index_add("idx", member, 100.0 + i, ttl=60)
+    store.index_add("idx", "x", 103.0, ttl=60)
+    store.index_add("idx", "y", 103.0, ttl=60)  # ties with "d": y, x, d
+    for member in "fexd":
+        assert store.index_remove("idx", "gone", member, ttl=60, drop_below=0.0)
+    assert not store.index_remove("idx", "gone", "f", ttl=60, drop_below=0.0)  # once
+    assert store.index_page("idx", None, 3, removed="gone") == ["g", "y", "c"]
+    assert store.index_page("idx", "e", 2, removed="gone") == ["y", "c"]
+    assert store.index_page("idx", "x", 2, removed="gone") == ["c", "b"]  # after y, as before
+    assert store.index_page("idx", "nobody", 3, removed="gone") is None
+    store.index_remove("idx", "gone", "c", ttl=60, drop_below=103.0)  # older removed ones go
+    assert store.index_page("idx", "x", 2, removed="gone") == ["b", "a"]
+    assert store.index_page("idx", "c", 2, removed="gone") is None  # dropped (below 103)
+
+
 def test_counters_add_up(store):
     for _ in range(3):
         store.hincr_many("h", {"a|count": 1, "a|sum": 0.25})

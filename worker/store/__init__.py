@@ -2,16 +2,16 @@
 
 The API, the Celery workers and the embedded default keep everything in one
 :class:`Store` (artifacts and JSON values, job records, their tasks and
-events, idempotency values, sorted indexes, counters, locks, liveness,
-per-key limits, the broker's queue depth, Redis's state).  Nothing outside
+events, idempotency values, sorted indexes, references to shared artifacts,
+counters, liveness, per-key limits, the broker's queue depth, Redis's state).  Nothing outside
 this package touches the Redis client, and every key's name comes from
 :mod:`sca_worker.store.keys`, one function per family.  The modules:
 
 * :mod:`~sca_worker.store.keys`: the names of the keys;
 * :mod:`~sca_worker.store.base`: the connection, artifacts (chunked ``.npz``
-  and JSON), plain values, sets and locks;
+  and JSON), plain values and sets;
 * :mod:`~sca_worker.store.records`: job records, tasks and events, sorted
-  indexes, counter hashes, the metrics' census;
+  indexes, references to shared artifacts, counter hashes, the metrics' census;
 * :mod:`~sca_worker.store.coordination`: liveness (heartbeats), per-key
   limits, the broker's queue, Redis's state; :class:`Store` itself;
 * :mod:`~sca_worker.store.scripts`: the Lua scripts of the atomic operations.
@@ -24,7 +24,7 @@ The embedded default
 Without ``REDIS_URL`` (``sca serve``, the embedded runner) the same
 :class:`Store` runs on fakeredis, a Redis implemented in this process
 (:meth:`Store.in_process`): the same commands, transactions, Lua scripts
-(through lupa), streams with blocking reads, and redis-py's locks.  Before,
+(through lupa), and streams with blocking reads.  Before,
 an in-memory store reimplemented each feature a second time (four pairs of
 twin classes), and only the Redis half ran the production scripts.
 
@@ -56,7 +56,7 @@ ensemble) is within the noise.  The embedded default is one process for one
 user, where a few tens of milliseconds per job are not felt, and
 throughput is what Redis mode (unchanged) is for.  In exchange there is one
 implementation of every feature instead of two that drift, and the
-embedded default runs the production scripts and locks: the race tests
+embedded default runs the production scripts: the race tests
 (``tests/integration/test_races.py``: identical jobs submitted together, a
 job deleted while its twin is submitted, 30 rounds each) pass on it as on
 Redis, as do the store's tests, run on both (``tests/worker/``).

@@ -1,4 +1,4 @@
-"""The store's connection, artifacts, JSON values, plain values, sets and locks.
+"""The store's connection, artifacts, JSON values, plain values and sets.
 
 Arrays travel as ``.npz`` bytes (``np.savez``, read back with
 ``allow_pickle=False``), never through the broker.  An artifact larger than
@@ -20,9 +20,8 @@ import redis
 from ..config import DEFAULTS
 from . import keys, scripts
 
-_HEAD = b"SCACHUNKS:"
-#: Longest hold of a store lock (a holder that dies frees it after this).
-LOCK_SECONDS = 30
+#: The value of a chunked artifact's head key: this, then its number of chunks.
+HEAD = b"SCACHUNKS:"
 
 
 class ArtifactMissing(KeyError):
@@ -30,7 +29,7 @@ class ArtifactMissing(KeyError):
 
 
 class StoreBase:
-    """Arrays, JSON values, values, sets and locks under one key prefix with a TTL,
+    """Arrays, JSON values, values and sets under one key prefix with a TTL,
     on a Redis client (a server's, or an in-process one: see :meth:`in_process`).
 
     Every method takes *names* (see :mod:`sca_worker.store.keys`), never keys.
@@ -57,6 +56,10 @@ class StoreBase:
                 "SWAP",
                 "DELETE_IF",
                 "PAGE",
+                "UNLIST",
+                "RELEASE",
+                "CHARGE",
+                "REFUND",
                 "CENSUS_STEP",
                 "CLAIM",
                 "TAKE_SHARE",
@@ -91,14 +94,6 @@ class StoreBase:
     def ping(self) -> bool:
         return bool(self.client.ping())
 
-    def lock(self, name: str, timeout: float = LOCK_SECONDS):
-        """A mutual-exclusion lock over every process that shares this store
-        (a context manager), held at most ``timeout`` seconds."""
-        # redis-py's lock: SET NX PX to take it, a Lua script to give it back
-        return self.client.lock(
-            self.key(keys.lock(name)), timeout=timeout, blocking_timeout=timeout
-        )
-
     # -- artifacts ----------------------------------------------------------------------------
     def save_arrays(
         self, name: str, arrays: Mapping[str, np.ndarray], ttl: int | None = None
@@ -129,15 +124,15 @@ class StoreBase:
         for i in range(count):
             chunk = bytes(view[i * self.chunk_bytes : (i + 1) * self.chunk_bytes])
             self.client.set(self.key(keys.chunk(name, i)), chunk, ex=ttl)
-        self.client.set(self.key(name), _HEAD + str(count).encode(), ex=ttl)
+        self.client.set(self.key(name), HEAD + str(count).encode(), ex=ttl)
 
     def load_bytes(self, name: str) -> bytes:
         head = self.client.get(self.key(name))
         if head is None:
             raise ArtifactMissing(name)
-        if not head.startswith(_HEAD):
+        if not head.startswith(HEAD):
             return head
-        count = int(head[len(_HEAD) :])
+        count = int(head[len(HEAD) :])
         parts = []
         for i in range(count):
             part = self.client.get(self.key(keys.chunk(name, i)))
@@ -157,10 +152,10 @@ class StoreBase:
     def _artifact_keys(self, name: str) -> list[str]:
         """The Redis keys of an artifact: its head, then its chunks."""
         found = [self.key(name)]
-        if self._peek(name, len(_HEAD)) == _HEAD:
+        if self._peek(name, len(HEAD)) == HEAD:
             head = self.client.get(self.key(name)) or b""
-            if head.startswith(_HEAD):
-                count = int(head[len(_HEAD) :])
+            if head.startswith(HEAD):
+                count = int(head[len(HEAD) :])
                 found += [self.key(keys.chunk(name, i)) for i in range(count)]
         return found
 

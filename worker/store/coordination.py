@@ -5,8 +5,9 @@
   sign of life; a stale entry is *claimed* by removing it (``ZREM`` returns 1
   to one watchdog only);
 * per-key limits (:mod:`sca_service.limits`): a counter per key and second,
-  and a set of active jobs per key; the workers' share of a key
-  (:mod:`sca_worker.share`), a sorted set of its running tasks by lease end;
+  a set of active jobs per key, and counters of the bytes stored per key and
+  hour; the workers' share of a key (:mod:`sca_worker.share`), a sorted set of
+  its running tasks by lease end;
 * the webhook queue (:mod:`sca_worker.webhooks`): the sorted set ``webhooks``
   of pending deliveries by when they are due, claimed with a lease;
 * the broker's queue, for the metrics: kombu's lists of waiting messages (one
@@ -160,6 +161,25 @@ class Store(Records):
 
     def drop_share(self, owner: str, task_id: str) -> None:
         self.client.zrem(self.key(keys.share(owner)), task_id)
+
+    def charge(self, counters: list[str], amount: int, limit: int, ttl: int) -> tuple[bool, int]:
+        """Add ``amount`` to the last of ``counters`` (restarting its TTL) unless the
+        sum of them all would exceed ``limit``, atomically; whether it was added, and
+        the sum before."""
+        added, total = self._scripts["CHARGE"](
+            keys=[self.key(name) for name in counters], args=[int(amount), int(limit), int(ttl)]
+        )
+        return bool(added), int(total)
+
+    def uncharge(self, counter: str, amount: int) -> None:
+        """Subtract a charge that no job holds after all."""
+        self.client.decrby(self.key(counter), int(amount))
+
+    def refund(self, job_id: str, field: str, counter: str) -> bool:
+        """Take the amount ``field`` out of the job's record and subtract it from
+        ``counter``, once; whether this call did."""
+        names = [self.key(keys.job(job_id)), self.key(counter)]
+        return bool(self._scripts["REFUND"](keys=names, args=[field]))
 
     # -- the broker's queue and Redis's state ---------------------------------------------------
     def queue_depth(self) -> tuple[int, int]:

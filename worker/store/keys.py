@@ -17,14 +17,17 @@ name                       what                            written by
 ...                        (:func:`artifact_keys`)
 ``ids:<id>``               a job's element ids (JSON)      API; deleted by
                                                            :mod:`sca_worker.cleanup`
-``refs:<h_input>``         the jobs using an input (set)   API
-``lock:<name>``            a lock shared by every process  the store
+``uses:<h>``               the jobs using the artifacts    API, workers
+                           under a content hash (sorted
+                           set)
 ``webhook:<id>``           a webhook awaiting delivery     workers, API
 ``webhooks``               ``<job>:<status>`` deliveries   workers, API
                            by when due (sorted set)
 ``plot:<id>:<plot>``       a drawn plot (bytes)            API
 ``jobs:<owner>``           an owner's jobs, newest first   API
                            (sorted set)
+``deleted-jobs:<owner>``   an owner's deleted jobs (sorted API
+                           set)
 ``idem:<owner>:<hash>``    an idempotency key's answer     API
 ``rate:<owner>:<second>``  requests of a key in a second   API
 ``active:<owner>``         a key's queued/running jobs     API
@@ -33,6 +36,8 @@ name                       what                            written by
                            lease end (sorted set)
 ``share:<owner>:waiting``  its tasks waiting for a slot    workers
                            (sorted set)
+``usage:<owner>:<hour>``   bytes stored for a key's jobs   API
+                           of one hour
 ``metrics:<histogram>``    a histogram's counters (hash)   API, workers
 ``heartbeats``             ``<job>|<task>`` by last beat   workers
                            (sorted set)
@@ -70,33 +75,48 @@ def job_events(job_id: str) -> str:
     return f"{job(job_id)}:events"
 
 
+#: What separates an artifact's name from the index of one of its chunks.
+CHUNK_INFIX = ":chunk:"
+
+
 def chunk(name: str, index: int) -> str:
     """Chunk ``index`` of the artifact ``name`` (see :meth:`Store.save_bytes`)."""
-    return f"{name}:chunk:{index}"
+    return f"{name}{CHUNK_INFIX}{index}"
 
 
 #: The content hash of each stage of the core, where it is not named as the stage.
 HASH_NAMES = {"balancing": "balance", "spectral": "spectrum", "iteration": "result"}
 
 
-def artifact_keys(record: Mapping) -> dict:
-    """Names of a job's artifacts, from its content hashes (see :mod:`sca_worker.jobs`):
-    those of its input and ensemble, and each artifact a stage of the core keeps
-    (:data:`sca.pipeline.STAGES`), under the content hash of the stage that makes it."""
+def shared_artifacts(record: Mapping) -> dict[str, dict[str, str]]:
+    """A job's artifacts that identical jobs share, by the content hash they are
+    kept under (see :mod:`sca_worker.jobs`): ``{hash: {artifact: name}}``.  Those of
+    its input and ensemble are under ``h_input``, and each artifact a stage of the
+    core keeps (:data:`sca.pipeline.STAGES`) under the hash of the stage that makes it."""
     h = record["hashes"]
-    keys = {
-        "input": f"input:{h['input']}",
-        "op": f"op:{h['input']}",
-        "models": f"models:{h['input']}",
-        # A data job's fitted scale (sca.inputs.Scaling), for its runs and new elements
-        "scaling": f"scaling:{h['input']}",
-        # Runs belong to the job that made them: an identical job racing it
-        # collects (and deletes) its own, never its twin's.
-        "run": f"run:{h['input']}:{record['id']}:",
+    found = {
+        h["input"]: {
+            "input": f"input:{h['input']}",
+            "op": f"op:{h['input']}",
+            "models": f"models:{h['input']}",
+            # A data job's fitted scale (sca.inputs.Scaling), for its runs and new elements
+            "scaling": f"scaling:{h['input']}",
+        }
     }
     for task in TASKS:
+        digest = h[HASH_NAMES.get(task, task)]
         for stage in parts(task):
-            keys.update({name: f"{name}:{h[HASH_NAMES.get(task, task)]}" for name in stage.keeps})
+            found.setdefault(digest, {}).update({name: f"{name}:{digest}" for name in stage.keeps})
+    return found
+
+
+def artifact_keys(record: Mapping) -> dict:
+    """Names of a job's artifacts: those it shares (:func:`shared_artifacts`), and
+    ``run``, the prefix of its ensemble's runs."""
+    keys = {name: key for named in shared_artifacts(record).values() for name, key in named.items()}
+    # Runs belong to the job that made them: an identical job racing it
+    # collects (and deletes) its own, never its twin's.
+    keys["run"] = f"run:{record['hashes']['input']}:{record['id']}:"
     return keys
 
 
@@ -105,14 +125,12 @@ def element_ids(job_id: str) -> str:
     return f"ids:{job_id}"
 
 
-def refs(h_input: str) -> str:
-    """The jobs that use the input ``h_input`` (see :mod:`sca_worker.cleanup`)."""
-    return f"refs:{h_input}"
-
-
-def lock(name: str) -> str:
-    """The lock ``name`` (see :meth:`Store.lock`)."""
-    return f"lock:{name}"
+def refs(digest: str) -> str:
+    """The jobs that use the artifacts kept under the content hash ``digest``, by
+    the time each was listed (sorted set; see :mod:`sca_worker.cleanup`)."""
+    # Not refs:<h>, the sets of jobs per input an earlier release scanned under a
+    # lock: a sorted set under that name would meet them until they expire.
+    return f"uses:{digest}"
 
 
 def webhook(job_id: str) -> str:
@@ -134,6 +152,11 @@ def plot(job_id: str, plot_name: str, fmt: str) -> str:
 def owner_jobs(owner: str | None) -> str:
     """An API key's jobs by submission time."""
     return f"jobs:{owner or 'anonymous'}"
+
+
+def deleted_jobs(owner: str | None) -> str:
+    """An API key's deleted jobs, scored as they were in :func:`owner_jobs`."""
+    return f"deleted-jobs:{owner or 'anonymous'}"
 
 
 def idempotency(owner: str, digest: str) -> str:
@@ -159,6 +182,11 @@ def share(owner: str) -> str:
 def share_waiting(owner: str) -> str:
     """The stage tasks of an API key waiting for one of its slots."""
     return f"{share(owner)}:waiting"
+
+
+def usage(owner: str, hour: int) -> str:
+    """The bytes stored for an API key's jobs submitted in one hour (since the epoch)."""
+    return f"usage:{owner}:{hour}"
 
 
 def histogram(name: str) -> str:

@@ -18,11 +18,12 @@ the next scrape).
 from __future__ import annotations
 
 import json
+import time
 from collections import Counter
 from collections.abc import Iterable, Mapping
 
 from . import keys
-from .base import StoreBase, encode, expected_statuses
+from .base import HEAD, StoreBase, encode, expected_statuses
 
 #: Keys read per SCAN step of the census.
 SCAN_BATCH = 250
@@ -44,11 +45,16 @@ def _text(value) -> str:
 
 class Records(StoreBase):
     # -- job records --------------------------------------------------------------------------
-    def create_job(self, job_id: str, fields: Mapping) -> None:
+    def create_job(self, job_id: str, fields: Mapping, alive: bool = False) -> None:
+        """Create a job's record; with ``alive``, give it its first sign of life in
+        the same transaction (see :mod:`sca_worker.heartbeat`), so a record whose
+        submitter dies at any moment after is found by the watchdogs."""
         key = self.key(keys.job(job_id))
         with self.client.pipeline() as pipe:
             pipe.hset(key, mapping=encode(fields))
             pipe.expire(key, self.ttl)
+            if alive:
+                pipe.zadd(self.key(keys.alive()), {job_id: time.time()})
             pipe.execute()
 
     def get_job(self, job_id: str) -> dict | None:
@@ -131,11 +137,54 @@ class Records(StoreBase):
             pipe.expire(key, int(ttl))
             pipe.execute()
 
-    def index_page(self, name: str, after: str | None, count: int) -> list[str] | None:
+    def index_page(
+        self, name: str, after: str | None, count: int, removed: str | None = None
+    ) -> list[str] | None:
         """Up to ``count`` members after ``after`` (from the newest when None),
-        highest score first; None when ``after`` is not in the index."""
-        found = self._scripts["PAGE"](keys=[self.key(name)], args=[after or "", int(count)])
+        highest score first; None when ``after`` is neither in the index nor among
+        its ``removed`` members (see :meth:`index_remove`)."""
+        names = [self.key(name), self.key(removed or name)]
+        found = self._scripts["PAGE"](keys=names, args=[after or "", int(count)])
         return None if found is None else [m.decode() for m in found]
+
+    def index_remove(
+        self, name: str, removed: str, member: str, ttl: int, drop_below: float
+    ) -> bool:
+        """Move ``member`` from the index ``name`` to its ``removed`` members (the
+        index then holds live members only, and a page after a removed member is
+        still found); drop removed members scored below ``drop_below``.  Whether
+        ``member`` was in the index."""
+        names = [self.key(name), self.key(removed)]
+        return bool(self._scripts["UNLIST"](keys=names, args=[member, drop_below, int(ttl)]))
+
+    # -- references to shared artifacts --------------------------------------------------------
+    def refer(self, member: str, refs: Iterable[str], score: float, ttl: int) -> None:
+        """Add ``member`` at ``score`` to each sorted set of references ``refs``, in
+        one transaction."""
+        with self.client.pipeline() as pipe:
+            for name in refs:
+                pipe.zadd(self.key(name), {member: score})
+                pipe.expire(self.key(name), int(ttl))
+            pipe.execute()
+
+    def unrefer(
+        self, member: str, shared: Mapping[str, Iterable[str]], drop_below: float
+    ) -> list[str]:
+        """Remove ``member`` from each set of references in ``shared`` (with those
+        scored below ``drop_below``) and delete the artifacts that ``shared`` lists
+        under each set left empty, in one atomic step; the names deleted."""
+        names: list[str] = []
+        counts: list[int] = []
+        for refs, artifacts in shared.items():
+            artifacts = list(artifacts)
+            names += [refs, *artifacts]
+            counts.append(len(artifacts))
+        deleted = self._scripts["RELEASE"](
+            keys=[self.key(name) for name in names],
+            args=[member, drop_below, HEAD, keys.CHUNK_INFIX, *counts],
+        )
+        skip = len(self.prefix.encode())
+        return [_text(key[skip:]) for key in deleted]
 
     # -- counter hashes --------------------------------------------------------------------
     def hincr_many(self, name: str, amounts: Mapping) -> None:

@@ -1,7 +1,8 @@
 """The Lua scripts of :class:`sca_worker.store.Store`: each runs atomically in Redis.
 
 Every script reads its keys from ``KEYS`` except :data:`CENSUS_STEP`, which
-reads the keys a ``SCAN`` step returns: one Redis, not a cluster.
+reads the keys a ``SCAN`` step returns, and :data:`RELEASE`, which deletes the
+chunks named after an artifact's key: one Redis, not a cluster.
 """
 
 # Sets hash fields if the hash exists and (when given) its status is expected.
@@ -44,15 +45,68 @@ if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) 
 return 0
 """
 
-# KEYS[1] sorted set; ARGV: member to page after ('' = from the newest), count.
+# KEYS[1] sorted set, KEYS[2] its removed members (sorted set, same scores);
+# ARGV: member to page after ('' = from the newest), count.  A removed member
+# still marks its place: the page starts below its score (among equal scores,
+# which ZREVRANGE orders by name descending, after the names above it).
 PAGE = """
 local start = 0
 if ARGV[1] ~= '' then
   local rank = redis.call('ZREVRANK', KEYS[1], ARGV[1])
-  if not rank then return false end
-  start = rank + 1
+  if rank then
+    start = rank + 1
+  else
+    local score = redis.call('ZSCORE', KEYS[2], ARGV[1])
+    if not score then return false end
+    start = redis.call('ZCOUNT', KEYS[1], '(' .. score, '+inf')
+    for _, member in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], score, score)) do
+      if member > ARGV[1] then start = start + 1 end
+    end
+  end
 end
 return redis.call('ZREVRANGE', KEYS[1], start, start + tonumber(ARGV[2]) - 1)
+"""
+
+# Moves a member of a sorted set to the set of its removed members, at its score,
+# and drops the removed members scored below a bound.  The removal comes first:
+# a full Redis refuses a script's first write only if it would add memory.
+# KEYS[1] sorted set, KEYS[2] its removed members; ARGV: member, lowest score kept, ttl.
+UNLIST = """
+local score = redis.call('ZSCORE', KEYS[1], ARGV[1])
+if not score then return 0 end
+redis.call('ZREM', KEYS[1], ARGV[1])
+redis.pcall('ZADD', KEYS[2], score, ARGV[1])
+redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', '(' .. ARGV[2])
+redis.call('EXPIRE', KEYS[2], ARGV[3])
+return 1
+"""
+
+# Drops a job's references to the artifacts kept under some content hashes, and
+# deletes (with their chunks) the artifacts of each hash no reference is left on:
+# constant work per job, whatever the number of jobs sharing them.  Only removals
+# and reads, so a full Redis runs it too.  References scored below a bound are of
+# jobs expired meanwhile (never released) and are dropped.
+# KEYS: per hash, its references (sorted set) then its artifacts; ARGV: job id,
+# lowest score kept, the head of a chunked value, the infix of its chunks' names,
+# then per hash its number of artifacts.  Returns the keys deleted.
+RELEASE = """
+local head, infix, at, deleted = ARGV[3], ARGV[4], 1, {}
+for group = 5, #ARGV do
+  local refs, count = KEYS[at], tonumber(ARGV[group])
+  redis.call('ZREM', refs, ARGV[1])
+  redis.call('ZREMRANGEBYSCORE', refs, '-inf', '(' .. ARGV[2])
+  if redis.call('ZCARD', refs) == 0 then
+    for i = at + 1, at + count do
+      if redis.call('GETRANGE', KEYS[i], 0, #head - 1) == head then
+        local chunks = tonumber(string.sub(redis.call('GET', KEYS[i]), #head + 1))
+        for c = 0, chunks - 1 do redis.call('DEL', KEYS[i] .. infix .. c) end
+      end
+      if redis.call('DEL', KEYS[i]) == 1 then table.insert(deleted, KEYS[i]) end
+    end
+  end
+  at = at + count + 1
+end
+return deleted
 """
 
 # One step of a SCAN cursor over the store's keys, summed where they are:
@@ -109,4 +163,28 @@ end
 redis.call('ZADD', KEYS[2], ARGV[6], ARGV[4])
 redis.call('EXPIRE', KEYS[2], ARGV[5])
 return {0, redis.call('ZCARD', KEYS[2])}
+"""
+
+# Adds an amount to the last of some counters unless the sum of them all would
+# exceed a limit.  KEYS: the counters, the one to add to last; ARGV: amount,
+# limit, ttl of the last.  Returns {1 when added else 0, the sum before}.
+CHARGE = """
+local total = 0
+for _, key in ipairs(KEYS) do total = total + tonumber(redis.call('GET', key) or '0') end
+if total + tonumber(ARGV[1]) > tonumber(ARGV[2]) then return {0, total} end
+redis.call('INCRBY', KEYS[#KEYS], ARGV[1])
+redis.call('EXPIRE', KEYS[#KEYS], ARGV[3])
+return {1, total}
+"""
+
+# Takes a counted field out of a record and subtracts it from a counter (once,
+# however many callers race; nothing when the counter expired).  The removal
+# comes first: a full Redis refuses a script's first write only if it would add
+# memory.  KEYS[1] record, KEYS[2] counter; ARGV: field.
+REFUND = """
+local amount = redis.call('HGET', KEYS[1], ARGV[1])
+if not amount then return 0 end
+redis.call('HDEL', KEYS[1], ARGV[1])
+if redis.call('EXISTS', KEYS[2]) == 1 then redis.call('DECRBY', KEYS[2], amount) end
+return 1
 """
