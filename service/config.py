@@ -19,6 +19,10 @@ DEFAULTS = {
     # shared: the service passes them on to the Celery client and the store.
     **WORKER_DEFAULTS,
     "SCA_MAX_BODY_BYTES": 512 * MIB,
+    # A JSON body (or a JSON part of a multipart upload) becomes Python objects
+    # at about ten times its size once parsed, so it has its own, far lower limit
+    # (413 before parsing); large matrices go as .npy, .npz or .csv uploads.
+    "SCA_MAX_JSON_BYTES": 16 * MIB,
     # Size limits (413 when exceeded).  Array bytes are counted at 8 per entry
     # from an uploaded file's headers, before it is decompressed or read.
     "SCA_MAX_ARRAY_BYTES": 512 * MIB,
