@@ -28,7 +28,7 @@ def create_app(test_config=None) -> Flask:
     # Flask and the modules that use it load here: importing the package stays light.
     from flask import Flask
 
-    from . import auth, backend, config, errors, limits
+    from . import auth, backend, config, errors, limits, origin
     from .body import BodyLimit, check_json_length
 
     app = Flask(__name__)
@@ -43,6 +43,7 @@ def create_app(test_config=None) -> Flask:
     )
     app.json.sort_keys = False  # type: ignore[attr-defined]  # Flask's DefaultJSONProvider
     errors.init_app(app)
+    origin.init_app(app)
     auth.init_app(app)
     backend.init_app(app)
     limits.init_app(app)

@@ -42,6 +42,9 @@ DEFAULTS = {
     "SCA_API_KEYS": None,
     "SCA_API_KEYS_FILE": None,
     "SCA_ALLOW_ANONYMOUS": False,
+    # Host names the service answers for (comma-separated; * = any; 400 otherwise).
+    # Unset: the loopback names while it runs without keys, any host with keys.
+    "SCA_ALLOWED_HOSTS": None,
     # Per key: requests per second, and jobs queued or running (429 beyond; 0 = off).
     "SCA_RATE_LIMIT": 100,
     "SCA_MAX_ACTIVE_JOBS": 20,

@@ -83,7 +83,7 @@ def _post_chunked(url: str, chunks: int, size: int = 1 << 16):
     with socket.create_connection((host, int(port)), timeout=5) as connection:
         connection.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 1 << 16)
         connection.sendall(
-            b"POST /v1/jobs HTTP/1.1\r\nHost: test\r\nContent-Type: "
+            b"POST /v1/jobs HTTP/1.1\r\nHost: localhost\r\nContent-Type: "
             b"application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
         )
         try:
