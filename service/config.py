@@ -59,6 +59,10 @@ DEFAULTS = {
     # their first 0.05 s that may run at once in each API process (503 beyond).
     "SCA_QUERY_TIME_BUDGET": 10.0,
     "SCA_MAX_LONG_QUERIES": 2,
+    # Seconds a plot may take to draw (in a process of its own, killed beyond:
+    # 503), and the plots drawn at once per API process (503 beyond).
+    "SCA_PLOT_TIME_BUDGET": 30.0,
+    "SCA_MAX_PLOT_RENDERS": 2,
     # The HTTP front of `sca serve` (sca_service.front), which reads every request
     # whole before a thread handles it: seconds to receive a request line and
     # its headers, longest silence inside a body (or on an idle connection),
