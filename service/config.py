@@ -51,8 +51,13 @@ DEFAULTS = {
     # Seconds the first answer to a POST /v1/jobs with an Idempotency-Key is
     # kept, and replayed to a repeat of that request (per API key).
     "SCA_IDEMPOTENCY_TTL": 86_400,
-    # Bearer token for GET /metrics (unset: /metrics is open; never a job API key).
+    # Bearer token for GET /metrics (never a job API key); unset, /metrics answers
+    # only clients in SCA_METRICS_NETWORKS (loopback by default; 403 otherwise).
     "SCA_METRICS_KEY": None,
+    "SCA_METRICS_NETWORKS": "127.0.0.0/8,::1/128",
+    # Seconds between two censuses of the store's jobs and artifacts (one process
+    # of the whole service takes it; every scrape meanwhile reads the last one).
+    "SCA_METRICS_CENSUS_SECONDS": 15.0,
     # Balanced operators (and small job facts) kept in each API process for queries.
     "SCA_QUERY_CACHE_ITEMS": 32,
     # Seconds a custom-cluster query may run (422 beyond), and the queries past

@@ -41,6 +41,7 @@ def apis(redis_url, prefix, celery_worker, tmp_path_factory):
         "SCA_JOB_TTL": "600",
         "SCA_RATE_LIMIT": "0",
         "SCA_MAX_ACTIVE_JOBS": "0",
+        "SCA_METRICS_CENSUS_SECONDS": "1",
     }
     directory = tmp_path_factory.mktemp("apis")
     with (

@@ -28,6 +28,9 @@ name                       what                            written by
 ``active:<owner>``         a key's queued/running jobs     API
                            (set)
 ``metrics:<histogram>``    a histogram's counters (hash)   API, workers
+``census``                 the last census of jobs and     API
+                           artifacts (JSON), and
+``census:claim``           who takes the next one
 ``heartbeats``             ``<job>|<task>`` by last beat   workers
                            (sorted set)
 ``alive``                  active jobs by last sign of     API, workers
@@ -142,6 +145,16 @@ def active(owner: str) -> str:
 def histogram(name: str) -> str:
     """The counters of a histogram (see :mod:`sca_worker.metrics`)."""
     return f"metrics:{name}"
+
+
+def census() -> str:
+    """The last census of the store (see :func:`sca_worker.metrics.shared_census`)."""
+    return "census"
+
+
+def census_claim() -> str:
+    """Held by the process taking the census, for the census interval."""
+    return "census:claim"
 
 
 def heartbeats() -> str:
