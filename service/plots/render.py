@@ -13,7 +13,8 @@ bytes through a pipe:
   ``SCA_PLOT_TIME_BUDGET`` seconds, and the request is answered 503 with
   ``Retry-After`` (type ``plot-budget-exceeded``);
 * at most ``SCA_MAX_PLOT_RENDERS`` drawings run at once per API process; a
-  request that finds them all taken for :data:`SLOT_WAIT` seconds is
+  request waits for one to end (the job page asks for its plots at once),
+  and one that finds them all taken for ``SCA_PLOT_TIME_BUDGET`` seconds is
   answered 503 with ``Retry-After`` (type ``plot-renders-busy``);
 * drawings in separate processes share no matplotlib state, so no lock is
   needed between them.
@@ -33,8 +34,6 @@ from ..errors import ProblemError
 
 log = logging.getLogger(__name__)
 
-#: Seconds a plot request waits for a free drawing slot before its 503.
-SLOT_WAIT = 1.0
 _FORK = multiprocessing.get_context("fork")
 
 
@@ -73,7 +72,7 @@ class Renderer:
     def run(self, draw: Callable[[], bytes], unavailable: type[Exception]) -> bytes:
         """The bytes ``draw()`` returns in a forked child; ``unavailable`` (the
         plot cannot be drawn) is raised again here, with its message."""
-        if self._slots is None or not self._slots.acquire(timeout=SLOT_WAIT):
+        if self._slots is None or not self._slots.acquire(timeout=self.budget):
             raise self._busy(
                 "plot-renders-busy",
                 f"this API process already draws {self.slots} plots "
