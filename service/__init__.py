@@ -28,8 +28,8 @@ def create_app(test_config=None) -> Flask:
     # Flask and the modules that use it load here: importing the package stays light.
     from flask import Flask
 
-    from . import auth, backend, config, errors, limits
-    from .body import BodyLimit
+    from . import auth, backend, config, errors, limits, origin
+    from .body import BodyLimit, check_json_length
 
     app = Flask(__name__)
     app.config.from_mapping(config.DEFAULTS)
@@ -38,12 +38,16 @@ def create_app(test_config=None) -> Flask:
         app.config.from_mapping(test_config)
     app.config["MAX_CONTENT_LENGTH"] = app.config["SCA_MAX_BODY_BYTES"]
     app.config["MAX_FORM_MEMORY_SIZE"] = app.config["SCA_MAX_BODY_BYTES"]
-    app.wsgi_app = BodyLimit(app.wsgi_app, app.config["SCA_MAX_BODY_BYTES"])  # type: ignore[method-assign]
+    app.wsgi_app = BodyLimit(  # type: ignore[method-assign]
+        app.wsgi_app, app.config["SCA_MAX_BODY_BYTES"], app.config["SCA_MAX_JSON_BYTES"]
+    )
     app.json.sort_keys = False  # type: ignore[attr-defined]  # Flask's DefaultJSONProvider
     errors.init_app(app)
+    origin.init_app(app)
     auth.init_app(app)
     backend.init_app(app)
     limits.init_app(app)
+    app.before_request(check_json_length)
     for name in BLUEPRINTS:
         app.register_blueprint(importlib.import_module(name).bp)
     return app

@@ -28,6 +28,7 @@ from sca_worker.config import check_settings, convert
 from . import create_app, front
 from .auth import load_keys
 from .config import from_env, worker_settings
+from .origin import LOOPBACK_NAMES
 
 #: The ``sca`` command's parser (the core's commands and every package's).
 parser = build_parser
@@ -86,6 +87,12 @@ def serve(
             "anyone who can reach it",
             file=sys.stderr,
         )
+        if host not in LOOPBACK_NAMES and not settings.get("SCA_ALLOWED_HOSTS"):
+            print(
+                f"sca serve: listening on {host}, but without API keys only requests for "
+                f"{', '.join(LOOPBACK_NAMES)} are answered (set SCA_ALLOWED_HOSTS)",
+                file=sys.stderr,
+            )
     if embedded:
         workers = 1
         print(

@@ -16,9 +16,11 @@ and bytes stored (413).
 
 ``0`` turns a limit off.  Without keys every caller shares one anonymous quota.
 Views marked :func:`sca_service.auth.public` (the job page's static shell) are no
-API call: they count against no limit and so never need Redis.  Views marked
-:func:`counts_itself` call :func:`count_request` when the request counts (a
-job poll answered ``304 Not Modified`` does not).
+API call: they count against no limit and so never need Redis.  Every other
+request counts before its view runs, whatever it asks: a conditional poll
+answered ``304 Not Modified`` costs a record read and an ETag, and
+``If-None-Match: *`` matches every job, so a 304 that did not count would be
+an unlimited read.
 While Redis is full (it refuses the counter's write) requests are not
 counted: reads go on, and the routes that write answer 503 ``store-full``.
 """
@@ -28,7 +30,7 @@ from __future__ import annotations
 import math
 import time
 
-from flask import current_app, request
+from flask import current_app
 
 from sca_worker.jobs import ACTIVE
 from sca_worker.problems import PROBLEM_BASE, store_full
@@ -53,18 +55,8 @@ def _name(owner) -> str:
     return owner or "anonymous"
 
 
-def counts_itself(view):
-    """Mark a view that calls :func:`count_request` itself, once it knows the
-    request counts (a conditional GET answered 304 does not)."""
-    view.sca_counts_itself = True
-    return view
-
-
 def _rate_limit():
     if not is_api_path() or is_public_view():
-        return None
-    view = current_app.view_functions.get(request.endpoint) if request.endpoint else None
-    if getattr(view, "sca_counts_itself", False) is True:
         return None
     return count_request()
 

@@ -23,17 +23,24 @@ API processes in other containers), and its gauges of live processes do not
 describe jobs.  The library formats the answer (``text/plain; version=0.0.4``,
 or OpenMetrics when the scraper asks for it).
 
-Scraping walks the store's keys with a cursor (cost in proportion to the
-number of jobs and artifacts); each API process computes at most one scrape
-at a time and reuses it for :data:`REUSE_SECONDS`.  With ``SCA_METRICS_KEY``
-set, ``/metrics`` needs ``Authorization: Bearer <that key>`` (401 without it,
-403 for a job API key); unset, it is open like ``/readyz``: it shows counts
-and durations only, never a job, an id or a key.
+A scrape costs the same however many jobs are stored: the census of jobs
+and artifacts (which walks the store's keys) is taken by one process of the
+whole service at most once per ``SCA_METRICS_CENSUS_SECONDS`` and kept in
+the store, and every other scrape reads that one
+(:func:`sca_worker.metrics.shared_census`); each API process computes at
+most one scrape at a time and reuses it for :data:`REUSE_SECONDS`.
+
+With ``SCA_METRICS_KEY`` set, ``/metrics`` needs ``Authorization: Bearer
+<that key>`` (401 without it, 403 for a job API key); unset, it answers only
+clients whose address is in ``SCA_METRICS_NETWORKS`` (loopback by default),
+and 403 to the others.  It shows counts and durations only, never a job, an
+id or a key.
 """
 
 from __future__ import annotations
 
 import hmac
+import ipaddress
 import threading
 import time
 
@@ -66,9 +73,11 @@ HISTOGRAM_HELP = {
 class StoreCollector:
     """Collects every metric from the store at scrape time (reused for a second)."""
 
-    def __init__(self, store, queue, recorder=None, embedded: bool = False):
+    def __init__(
+        self, store, queue, recorder=None, embedded: bool = False, census_seconds: float = 15.0
+    ):
         self.store, self.queue, self.recorder = store, queue, recorder
-        self.embedded = embedded
+        self.embedded, self.census_seconds = embedded, census_seconds
         self._lock = threading.Lock()
         self._families: list = []
         self._at = -REUSE_SECONDS
@@ -86,7 +95,8 @@ class StoreCollector:
             return list(self._families)
 
     def _gather(self):
-        statuses, artifacts = metrics.census(self.store)
+        taken = metrics.shared_census(self.store, self.census_seconds)
+        statuses, artifacts = taken if taken is not None else ({}, {})
         jobs = GaugeMetricFamily("sca_jobs", "Jobs in the store by status", labels=["status"])
         for status, count in statuses.items():
             jobs.add_metric([status], count)
@@ -116,11 +126,35 @@ class StoreCollector:
             yield family
 
 
+def networks(setting) -> list:
+    """The networks of ``SCA_METRICS_NETWORKS`` (comma-separated, ``ipaddress`` notation)."""
+    try:
+        return [ipaddress.ip_network(p.strip()) for p in str(setting or "").split(",") if p.strip()]
+    except ValueError as exc:
+        raise ValueError(f"SCA_METRICS_NETWORKS: {exc}") from None
+
+
+def _from_allowed_network() -> bool:
+    try:
+        address = ipaddress.ip_address((request.remote_addr or "").split("%")[0])
+    except ValueError:
+        return False
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        address = address.ipv4_mapped
+    return any(address in network for network in current_app.extensions["sca_metrics_networks"])
+
+
 def _check_access() -> None:
     """401/403 unless the request carries ``SCA_METRICS_KEY`` (when one is set)."""
     expected = current_app.config.get("SCA_METRICS_KEY")
     if not expected:
-        return
+        if _from_allowed_network():
+            return
+        message = (
+            "/metrics answers only SCA_METRICS_NETWORKS without a key; "
+            "set SCA_METRICS_KEY to scrape from elsewhere"
+        )
+        raise ProblemError(403, "Forbidden", message, errors={"Authorization": [message]})
     scheme, _, token = request.headers.get("Authorization", "").partition(" ")
     token = token.strip()
     if scheme.lower() == "bearer" and hmac.compare_digest(token.encode(), expected.encode()):
@@ -173,7 +207,12 @@ def _init(app) -> None:
     b = app.extensions["sca"]
     recorder = metrics.Recorder(b.store)
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(StoreCollector(b.store, b.queue, recorder, b.embedded))
+    registry.register(
+        StoreCollector(
+            b.store, b.queue, recorder, b.embedded, app.config["SCA_METRICS_CENSUS_SECONDS"]
+        )
+    )
+    app.extensions["sca_metrics_networks"] = networks(app.config["SCA_METRICS_NETWORKS"])
     app.extensions["sca_metrics"] = registry
     app.extensions["sca_metrics_recorder"] = recorder
 

@@ -9,10 +9,14 @@ one hash per histogram in the store, added in one transaction
 move together, and any API process reads the whole service's histogram.  A
 stage adds its observation at once; an API process adds its queries'
 (:class:`Recorder`) once a second, so that a query pays no round trip.
-Gauges are derived from the store when scraped: jobs by status
-(the job records), artifact bytes (the artifacts' values), and the broker's
-queue (its list of waiting messages, and the messages workers hold
-unacknowledged: :meth:`sca_worker.store.Store.queue_depth`).  In the
+Gauges are derived from the store: jobs by status (the job records) and
+artifact bytes (the artifacts' values) by a census that walks the store's
+keys, and the broker's queue (its list of waiting messages, and the messages
+workers hold unacknowledged: :meth:`sca_worker.store.Store.queue_depth`).
+The census costs in proportion to the jobs stored, so it is not taken per
+scrape: :func:`shared_census` keeps the last one in the store, and one
+process of the whole service takes it again at most once per census
+interval, while every other scrape reads the stored one (one GET).  In the
 embedded default the same code runs on the in-process store.
 
 An observation that fails (Redis away or full) is dropped with a debug log:
@@ -22,6 +26,7 @@ metrics never fail a job or a request.
 from __future__ import annotations
 
 import atexit
+import json
 import logging
 import math
 import os
@@ -162,3 +167,35 @@ def census(store: Store) -> tuple[dict[str, int], dict[str, int]]:
         {status: int(statuses.get(status, 0)) for status in STATUSES},
         {kind: int(sizes.get(kind, 0)) for kind in ARTIFACT_KINDS},
     )
+
+
+def shared_census(store: Store, interval: float) -> tuple[dict[str, int], dict[str, int]] | None:
+    """The census (:func:`census`) as last taken by any process of the service.
+
+    The process that finds no claim (``SET NX`` with the interval as its
+    TTL) takes it again and stores it; the others read the stored one.  So
+    however many processes are scraped, and however often, the store's keys
+    are walked at most once per ``interval`` seconds.  None before the first
+    census is stored.
+    """
+    try:
+        claimed = store.set_if(keys.census_claim(), b"1", max(1, math.ceil(interval)))
+    except Exception as exc:  # Redis full refuses the claim: count, keep nothing
+        log.debug("census claim refused: %s", type(exc).__name__)
+        return census(store)
+    if claimed:
+        statuses, sizes = census(store)
+        try:
+            store.save_bytes(
+                keys.census(),
+                json.dumps({"jobs": statuses, "bytes": sizes}).encode(),
+                ttl=max(60, math.ceil(10 * interval)),
+            )
+        except Exception as exc:
+            log.debug("census not kept: %s", type(exc).__name__)
+        return statuses, sizes
+    raw = store.get_value(keys.census())
+    if raw is None:
+        return None
+    stored = json.loads(raw)
+    return stored["jobs"], stored["bytes"]

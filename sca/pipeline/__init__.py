@@ -7,7 +7,9 @@ of stages of :mod:`sca.pipeline.stages` and shape their answers with
 """
 
 from .results import (
+    MAX_ID_BYTES,
     balance_dict,
+    check_id,
     check_ids,
     custom_dict,
     custom_result,
@@ -45,6 +47,8 @@ __all__ = [
     "Stage",
     "balance_dict",
     "build_operator",
+    "MAX_ID_BYTES",
+    "check_id",
     "check_ids",
     "cluster",
     "clustering",

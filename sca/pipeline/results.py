@@ -15,6 +15,7 @@ through these functions, so every interface answers with the same shape:
 from __future__ import annotations
 
 import time
+import unicodedata
 from collections import Counter
 from collections.abc import Callable, Mapping
 from contextlib import contextmanager
@@ -34,11 +35,43 @@ def timed(timings: dict, stage: str):
     timings[stage] = timings.get(stage, 0.0) + time.perf_counter() - start
 
 
-def check_ids(ids, n: int):
-    """Element ids: n distinct strings (or None)."""
+#: Most bytes of one element id in UTF-8.  Ids name elements in answers, paths
+#: and plots' labels: a longer one costs every answer and drawing that shows it.
+MAX_ID_BYTES = 256
+
+
+def check_id(element, field: str) -> str:
+    """One element id as text: at most :data:`MAX_ID_BYTES` bytes of valid
+    Unicode, without control characters (SCAError naming ``field`` otherwise).
+
+    JSON may carry a lone surrogate (``"\\ud800"``): Python keeps it in the
+    string, but it has no UTF-8 form, so it could neither be drawn in a plot
+    nor written in a path; a control character cannot be shown either.
+    """
+    text = str(element)
+    for char in text:
+        category = unicodedata.category(char)
+        if category == "Cs":
+            raise SCAError(
+                f"{field} holds a lone surrogate (U+{ord(char):04X}): not valid Unicode", field
+            )
+        if category == "Cc":
+            raise SCAError(
+                f"{field} holds the control character U+{ord(char):04X}; ids are printable text",
+                field,
+            )
+    size = len(text.encode("utf-8"))
+    if size > MAX_ID_BYTES:
+        raise SCAError(f"{field} is {size} bytes in UTF-8; at most {MAX_ID_BYTES}", field)
+    return text
+
+
+def check_ids(ids, n: int, field: str = "ids"):
+    """Element ids: n distinct strings (or None), each as :func:`check_id`
+    wants it (its error names ``field[i]``)."""
     if ids is None:
         return None
-    ids = [str(i) for i in ids]
+    ids = [check_id(element, f"{field}[{i}]") for i, element in enumerate(ids)]
     if len(ids) != n:
         raise SCAError(f"ids has {len(ids)} entries for n = {n} elements", "ids")
     repeated = [i for i, count in Counter(ids).items() if count > 1]

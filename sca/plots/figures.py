@@ -8,6 +8,8 @@ with their sizes.
 
 from __future__ import annotations
 
+import unicodedata
+
 import numpy as np
 from matplotlib import colormaps
 from matplotlib.figure import Figure
@@ -19,6 +21,8 @@ WIDTH_IN = 8.0
 DPI = 100
 #: Up to this many elements the axes carry element ids.
 IDS_MAX = 40
+#: Characters of an element id drawn at most (longer ones are cut with "…").
+LABEL_MAX = 32
 #: Up to this many elements the trace names each element in its legend.
 TRACE_IDS_MAX = 12
 _STYLES = ("-", "--", ":", "-.")
@@ -38,10 +42,20 @@ def cluster_colours(k: int) -> list:
     return [colormaps["turbo"](v) for v in np.linspace(0.05, 0.95, k)]
 
 
-def literal(text) -> str:
-    """``text`` drawn as written: a ``$`` would otherwise start mathtext, and an
-    id such as ``$x^$`` is a mathtext error that fails the whole figure."""
-    return str(text).replace("$", r"\$")
+def literal(text, limit: int = LABEL_MAX) -> str:
+    """``text`` drawn as written, in at most ``limit`` characters.
+
+    A ``$`` would otherwise start mathtext (an id such as ``$x^$`` is a
+    mathtext error that fails the whole figure); a character with no UTF-8
+    form (a lone surrogate) or a control character is a TypeError or a blank
+    in the renderer, so it is drawn as U+FFFD; and laying out a label costs
+    time in proportion to its length, so a longer one ends in "…".
+    """
+    text = str(text)
+    if len(text) > limit:
+        text = text[: limit - 1] + "…"
+    text = "".join("\ufffd" if unicodedata.category(c) in ("Cs", "Cc") else c for c in text)
+    return text.replace("$", r"\$")
 
 
 def _name(ids, i) -> str:

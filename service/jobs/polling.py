@@ -14,7 +14,7 @@ times, timings, cache flag, error ...), and for a succeeded job its result's
 content key and whether the result is still stored (an expired result turns
 the document into a failure).  It changes whenever the document does; an
 ``If-None-Match`` naming it is answered ``304`` without reading the result,
-and a 304 is not counted against the request rate (see :mod:`..limits`).
+and a 304 counts against the request rate as any request (see :mod:`..limits`).
 """
 
 from __future__ import annotations

@@ -6,8 +6,6 @@ from flask import Blueprint, current_app, jsonify, request
 from werkzeug.routing import PathConverter
 
 from ..backend import backend
-from ..errors import ProblemError
-from ..limits import count_request, counts_itself
 from . import budget, listing, newelements, operations, polling, versions
 from .idempotency import idempotent
 from .listing import ListQuerySchema
@@ -62,17 +60,11 @@ def list_jobs():
 
 
 @bp.get("/<job_id>")
-@counts_itself
 def get_job(job_id: str):
-    try:
-        record = operations.get_record(job_id)
-    except ProblemError:
-        count_request()  # an unknown job is no 304: it counts
-        raise
+    record = operations.get_record(job_id)
     tag = polling.etag(backend().store, record, operations.summary(record))
     if polling.not_modified(tag):
         return polling.not_modified_response(record, tag)
-    count_request()
     response = jsonify(operations.view(record))
     response.headers.update(polling.headers(record, tag))
     return response

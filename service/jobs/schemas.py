@@ -18,6 +18,7 @@ from marshmallow import Schema, ValidationError, fields, validate, validates_sch
 
 from sca import options as registry
 from sca.errors import SCAError
+from sca.pipeline import check_id
 
 from ..options import BaseSchema, StrictBoolean, schema_class
 
@@ -155,6 +156,11 @@ class NewElementSchema(InputsSchema):
             isinstance(element, bool) or not isinstance(element, (str, int))
         ):
             raise ValidationError("must be a string or an integer", "id")
+        if element is not None:
+            try:
+                check_id(element, "id")
+            except SCAError as exc:
+                raise ValidationError(str(exc), "id") from None
 
 
 @lru_cache(maxsize=8)

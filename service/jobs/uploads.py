@@ -24,7 +24,7 @@ from sca.options import INPUT_KINDS
 from sca.pipeline import data_source
 from sca_worker.inputs import sparse_arrays
 
-from ..body import read_json
+from ..body import is_json, read_json
 from ..errors import ProblemError, invalid
 from ..options import INPUT_LIMITS
 from . import callbacks
@@ -49,7 +49,7 @@ def json_body(send: str = "application/json") -> dict:
     media type, 400 for unreadable JSON, 422 for JSON that is not an object or
     nests too deep (:func:`sca_service.body.read_json`)."""
     mimetype = request.mimetype
-    if not (mimetype == "application/json" or mimetype.endswith("+json")):
+    if not is_json(mimetype):
         raise ProblemError(
             415,
             "Unsupported Media Type",

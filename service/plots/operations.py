@@ -5,12 +5,13 @@ result (element indices), its ids and its cached balanced operator P; the
 consensus S is ``P.unscaled()``.  A drawn image is kept in the store beside
 the job (``plot:<job>:<name>.<fmt>``, same TTL), so the job page's repeated
 requests cost nothing.  matplotlib is imported on the first plot, not when
-the app starts.
+the app starts, and each figure is drawn in a process of its own within a
+time budget (:mod:`.render`).
 """
 
 from __future__ import annotations
 
-import threading
+from flask import current_app
 
 from sca_worker.problems import store_full
 from sca_worker.store import keys
@@ -19,12 +20,10 @@ from ..backend import backend
 from ..errors import ProblemError, invalid
 from ..jobs import operations as jobs
 
-#: matplotlib's font and text caches are shared; one figure is drawn at a time.
-_DRAWING = threading.Lock()
-
 
 def _plots():
     import sca.plots
+    import sca.plots.figures  # noqa: F401 - matplotlib loaded once, before a drawing forks
 
     return sca.plots
 
@@ -67,18 +66,17 @@ def plot(job_id: str, name: str, fmt: str, query: dict) -> tuple[bytes, str]:
     result = jobs.stored(record, "result")
     # The trace is extended (or, without a stored x_t, computed) with P.
     P = jobs.balanced(record) if name in ("consensus", "histogram", "trace") else None
+    S, ids, seed = (
+        None if P is None else P.unscaled(),
+        jobs.job_ids(job_id),
+        record["options"]["seed"],
+    )
+
+    def draw() -> bytes:
+        return plots.render(name, result, fmt, S=S, P=P, ids=ids, custom=custom, seed=seed)
+
     try:
-        with _DRAWING:
-            image = plots.render(
-                name,
-                result,
-                fmt,
-                S=None if P is None else P.unscaled(),
-                P=P,
-                ids=jobs.job_ids(job_id),
-                custom=custom,
-                seed=record["options"]["seed"],
-            )
+        image = current_app.extensions["sca_plots"].run(draw, plots.PlotUnavailable)
     except plots.PlotUnavailable as exc:
         raise ProblemError(404, "Not Found", str(exc), errors={"name": [str(exc)]}) from None
     if cache_key is not None:

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from flask import Blueprint, Response, current_app, request
 
-from . import operations
+from . import operations, render
 from .schemas import plot_query_schema
 
 bp = Blueprint("plots", __name__, url_prefix="/v1/jobs")
+bp.record_once(lambda state: render.init_app(state.app))
 
 
 @bp.get("/<job_id>/plots/<name>.<fmt>")

@@ -350,3 +350,19 @@ def test_trace_title_stays_on_the_figure():
     for title in titles:
         box = title.get_window_extent(renderer)
         assert box.x0 >= 0 and box.x1 <= fig.bbox.width, (title.get_text(), box)
+
+
+def test_ids_that_cannot_be_laid_out_are_drawn_short_and_printable(baseball_run):
+    """Ids are checked when a job is submitted, but the core draws whatever it is
+    given: a 20 kB id is cut, a lone surrogate or control character is U+FFFD."""
+    ids = ["x" * 20_000, "\ud800", "bell\x07", "Ott", "y" * 20_000, "Mays"]
+    for name in ("consensus", "membership", "trace"):
+        fig = plots.figure(
+            name, baseball_run["result"], S=baseball_run["S"], P=baseball_run["P"], ids=ids
+        )
+        for fmt in ("png", "svg"):
+            assert plots.to_bytes(fig, fmt)
+    fig = plots.figure("consensus", baseball_run["result"], S=baseball_run["S"], ids=ids)
+    ticks = {t.get_text() for t in fig.axes[0].get_xticklabels()}
+    assert {"\ufffd", "bell\ufffd", "Ott", "Mays"} <= ticks
+    assert max(map(len, ticks)) <= 32 and "x" * 31 + "…" in ticks

@@ -70,6 +70,14 @@ def test_every_documented_status(client, idle_client, make_client, spec):
     base = f"/v1/jobs/{job['id']}"
     hit(client, "post", "/v1/jobs", 400, data="{", content_type="application/json")
     hit(make_client(SCA_MAX_N=3), "post", "/v1/jobs", 413, json=body)
+    away = {"Sec-Fetch-Site": "cross-site"}
+    hit(client, "post", "/v1/jobs", 403, json=body, headers=away)
+    hit(client, "delete", base, 403, headers=away)
+    for path in ("custom-clusters", "queries"):
+        hit(client, "post", f"{base}/{path}", 403, json={}, headers=away)
+    tight = make_client(SCA_MAX_JSON_BYTES=64)
+    for path in ("custom-clusters", "queries"):
+        hit(tight, "post", f"{base}/{path}", 413, data=" " * 65, content_type="application/json")
     hit(client, "post", "/v1/jobs", 415, data="x", content_type="text/plain")
     hit(client, "post", "/v1/jobs", 422, json={"consensus": [[1, 2], [3, 1]]})
     hit(client, "get", base, 200)

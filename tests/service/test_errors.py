@@ -83,7 +83,7 @@ def _post_chunked(url: str, chunks: int, size: int = 1 << 16):
     with socket.create_connection((host, int(port)), timeout=5) as connection:
         connection.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 1 << 16)
         connection.sendall(
-            b"POST /v1/jobs HTTP/1.1\r\nHost: test\r\nContent-Type: "
+            b"POST /v1/jobs HTTP/1.1\r\nHost: localhost\r\nContent-Type: "
             b"application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
         )
         try:
@@ -326,3 +326,44 @@ def test_several_field_errors_read_as_sentences(client):
     for field in problem["errors"]:
         assert f"{field}: " in detail
     assert detail.endswith(".")
+
+
+def test_a_json_body_over_its_limit_is_413_before_it_is_parsed(make_client):
+    """A JSON body parsed takes about ten times its size in Python objects: it has
+    its own limit, far below the uploads' one, checked on Content-Length."""
+    limit = 16 * 2**20  # the default
+    client = make_client(SCA_MAX_JSON_BYTES=limit)
+    row = "[" + ",".join(["0"] * 1023) + ",1]"
+    raw = ('{"consensus": [' + ",".join([row] * (limit // len(row) + 64)) + "]}").encode()
+    assert limit < len(raw) < 2 * limit
+    with bounded(seconds=1.0, megabytes=48):
+        body = problem(
+            client.post("/v1/jobs", data=raw, content_type="application/json"), 413, "body"
+        )
+    assert "SCA_MAX_JSON_BYTES" in body["detail"]
+    small = make_client(SCA_MAX_JSON_BYTES=200)
+    for path in ("/v1/jobs", "/v1/jobs/nope/custom-clusters", "/v1/jobs/nope/queries"):
+        answer = small.post(path, data=b" " * 201, content_type="application/json")
+        problem(answer, 413, "body")
+
+
+def test_a_chunked_json_body_is_refused_past_the_json_limit():
+    limit = 1 << 20
+    app = create_app({"TESTING": True, "REDIS_URL": None, "SCA_MAX_JSON_BYTES": limit})
+    with serve(app) as url, bounded():
+        sent, status, body = _post_chunked(url, chunks=1024)  # 64 MiB offered
+    assert status == body["status"] == 413 and "body" in body["errors"]
+    assert sent < 16 * limit
+
+
+def test_json_parts_of_an_upload_have_the_json_limit_and_its_file_does_not(make_client):
+    client = make_client(SCA_MAX_JSON_BYTES=1000)
+    S = np.kron(np.eye(2), np.ones((20, 20))) + 0.01  # 12.8 kB as .npy
+    ids = json.dumps([f"element {i:04d}" for i in range(40)])
+    assert len(ids) > 400
+    form = {"file": (io.BytesIO(npy(S)), "S.npy"), "input": "consensus", "ids": ids}
+    response = client.post("/v1/jobs", data=form, content_type="multipart/form-data")
+    assert response.status_code == 202, response.get_data(as_text=True)
+    big = json.dumps([f"element {i:04d} " + "x" * 30 for i in range(40)])
+    form = {"file": (io.BytesIO(npy(S)), "S.npy"), "input": "consensus", "ids": big}
+    problem(client.post("/v1/jobs", data=form, content_type="multipart/form-data"), 413, "ids")

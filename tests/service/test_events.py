@@ -138,7 +138,7 @@ def test_a_stream_through_waitress_is_bounded_in_time_and_number():
         import socket
 
         raw = socket.create_connection(("127.0.0.1", int(url.rsplit(":", 1)[1])))
-        raw.sendall(f"GET /v1/jobs/{job_id}/events HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+        raw.sendall(f"GET /v1/jobs/{job_id}/events HTTP/1.1\r\nHost: localhost\r\n\r\n".encode())
         assert b"200 OK" in raw.recv(4096)
         raw.close()
         # The slot is free again; the job runs while a resumed stream follows it.

@@ -255,3 +255,71 @@ def test_ids_with_slashes_can_be_queried(client):
         assert response.get_json()["element"] == element
     unencoded = client.raw.get(f"/v1/jobs/{job_id}/elements/a/b/similar?limit=1")
     assert unencoded.get_json()["element"] == "a/b"
+
+
+#: Ids that cannot be shown, drawn or written in a path, as JSON text (a lone
+#: surrogate is valid JSON), each in fourth place.
+BAD_IDS = {
+    "lone surrogate": '"\\ud800"',
+    "low surrogate": '"x\\udfff"',
+    "control character": '"bell\\u0007"',
+    "delete": '"\\u007f"',
+    "257 bytes": json.dumps("x" * 257),
+    "200 KB": json.dumps("y" * 200_000),
+    "129 two-byte characters": json.dumps("\u00e9" * 129),
+}
+
+
+@pytest.mark.parametrize("text", BAD_IDS.values(), ids=BAD_IDS.keys())
+def test_ids_that_cannot_be_shown_are_422_naming_the_id(client, text):
+    ids = '["Rose", "Cobb", "Ruth", ' + text + ', "Mays", "Aaron"]'
+    raw = '{"consensus": ' + json.dumps(BASEBALL_S) + ', "ids": ' + ids + "}"
+    body = problem(
+        client.post("/v1/jobs", data=raw, content_type="application/json"), 422, "ids[3]"
+    )
+    assert len(body["detail"]) < 1000
+
+
+def test_the_longest_id_and_an_astral_character_are_accepted(client):
+    ids = ["Rose", "Cobb", "Ruth", "\u00e9" * 128, "Mays \U0001f600", "\U0001f601"]
+    job_id = client.post("/v1/jobs", json={"consensus": BASEBALL_S, "ids": ids}).get_json()["id"]
+    job = wait_for(client.get, job_id)
+    assert job["status"] == "succeeded"
+    assert sorted(sum(job["result"]["clusters"], [])) == sorted(ids)
+
+
+@pytest.mark.parametrize("cell", ["bell\x07", "z" * 300], ids=["control", "long"])
+def test_a_csv_header_of_bad_ids_is_422_naming_the_id(client, cell):
+    header = ",".join(["a", "b", cell, "d", "e", "f"])
+    rows = "\n".join(",".join(map(str, row)) for row in BASEBALL_S)
+    form = {"file": (io.BytesIO(f"{header}\n{rows}\n".encode()), "S.csv"), "input": "consensus"}
+    problem(client.post("/v1/jobs", data=form, content_type="multipart/form-data"), 422, "ids[2]")
+
+
+def test_an_ids_part_of_a_multipart_upload_is_checked(client):
+    form = {
+        "file": (io.BytesIO(npy(np.array(BASEBALL_S, dtype=float))), "S.npy"),
+        "input": "consensus",
+        "ids": '["a", "b", "c", "d", "\\ud800", "f"]',
+    }
+    problem(client.post("/v1/jobs", data=form, content_type="multipart/form-data"), 422, "ids[4]")
+
+
+@pytest.mark.parametrize("persist", [False, True])
+def test_a_new_elements_bad_id_is_422_naming_it(client, persist):
+    job_id = client.post("/v1/jobs", json={"consensus": BASEBALL_S, "ids": SLASHED}).get_json()[
+        "id"
+    ]
+    assert wait_for(client.get, job_id)["status"] == "succeeded"
+    raw = (
+        '{"elements": [{"consensus": '
+        + json.dumps(BASEBALL_S[0])
+        + ', "id": "\\ud800"}], "persist": '
+        + json.dumps(persist)
+        + "}"
+    )
+    problem(
+        client.post(f"/v1/jobs/{job_id}/queries", data=raw, content_type="application/json"),
+        422,
+        "elements[0].id",
+    )

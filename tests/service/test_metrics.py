@@ -19,6 +19,12 @@ from tests.service.conftest import IdleQueue, problem
 from tests.service.serving import serve
 
 
+@pytest.fixture
+def client(make_client):
+    """The embedded default taking a new census at every scrape a second apart."""
+    return make_client(SCA_METRICS_CENSUS_SECONDS=1)
+
+
 def _scrape(client, **kwargs) -> dict:
     time.sleep(1.05)  # past the figures reused from the previous scrape
     response = client.get("/metrics", **kwargs)
@@ -146,3 +152,30 @@ def test_the_client_lists_retries_keys_and_polls_conditionally():
         assert polls[0][0] is None
         for (_, response), (tag, _) in zip(polls, polls[1:]):
             assert tag == response.headers["ETag"]
+
+
+def test_without_a_key_metrics_answer_only_loopback_clients(make_client):
+    client = make_client()
+    assert client.get("/metrics").status_code == 200  # the test client is 127.0.0.1
+    away = {"REMOTE_ADDR": "192.0.2.7"}
+    problem(client.get("/metrics", environ_base=away), 403, "Authorization")
+    mapped = {"REMOTE_ADDR": "::ffff:127.0.0.1"}
+    assert client.get("/metrics", environ_base=mapped).status_code == 200
+    opened = make_client(SCA_METRICS_NETWORKS="192.0.2.0/24")
+    assert opened.get("/metrics", environ_base=away).status_code == 200
+    problem(opened.get("/metrics"), 403, "Authorization")
+    keyed = make_client(SCA_METRICS_KEY="metrics-key")
+    bearer = {"Authorization": "Bearer metrics-key"}
+    assert keyed.get("/metrics", environ_base=away, headers=bearer).status_code == 200
+
+
+def test_scrapes_read_the_last_census_instead_of_walking_the_store(make_client):
+    """However often /metrics is scraped, the jobs are counted at most once per
+    SCA_METRICS_CENSUS_SECONDS, by one process; scrapes meanwhile read that count."""
+    client = make_client(SCA_METRICS_CENSUS_SECONDS=60)
+    first = _scrape(client)
+    assert _value(first, "sca_jobs", status="succeeded") == 0.0
+    wait_for(client.get, client.post("/v1/jobs", json=BASEBALL_BODY).get_json()["id"])
+    for _ in range(2):
+        again = _scrape(client)
+        assert _value(again, "sca_jobs", status="succeeded") == 0.0  # the stored census

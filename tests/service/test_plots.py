@@ -4,12 +4,14 @@ shell is tested in test_view.py."""
 from __future__ import annotations
 
 import struct
+import time
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
 from sca.plots import NAMES
 from tests.conftest import BASEBALL_BODY, BASEBALL_IDS, BASEBALL_S, BASEBALL_TEAMS, wait_for
-from tests.service.conftest import finished_job
+from tests.service.conftest import finished_job, problem
 
 
 @pytest.fixture
@@ -117,3 +119,33 @@ def test_ids_are_drawn_literally_not_as_math_text(client):
         assert response.status_code == 200, (path, response.get_data(as_text=True)[:300])
         if ".svg" in path:
             assert all(i in response.get_data(as_text=True) for i in ids[:3]), path
+
+
+def test_a_plot_past_its_time_budget_is_stopped_and_503(make_client):
+    """Each drawing runs in a process of its own, killed at SCA_PLOT_TIME_BUDGET."""
+    client = make_client(SCA_PLOT_TIME_BUDGET=0.001)
+    job = "/v1/jobs/" + finished_job(client, dict(BASEBALL_BODY, options={"starts": 4}))
+    start = time.monotonic()
+    body = problem(client.get(f"{job}/plots/consensus.png"), 503)
+    assert time.monotonic() - start < 5
+    assert body["type"].endswith("/plot-budget-exceeded")
+    assert "SCA_PLOT_TIME_BUDGET" in body["detail"]
+
+
+def test_drawing_slots_are_bounded_per_process(make_client):
+    client = make_client(SCA_MAX_PLOT_RENDERS=0)
+    job = "/v1/jobs/" + finished_job(client)
+    answer = client.get(f"{job}/plots/spectrum.svg")
+    assert problem(answer, 503)["type"].endswith("/plot-renders-busy")
+    assert answer.headers["Retry-After"]
+
+
+def test_plots_are_drawn_side_by_side(make_client):
+    """No lock between drawings: four plots at once, each in its own process."""
+    client = make_client(SCA_MAX_PLOT_RENDERS=4)
+    job = "/v1/jobs/" + finished_job(client, dict(BASEBALL_BODY, options={"starts": 4}))
+    names = ["consensus.png", "membership.svg", "trace.png", "histogram.svg"]
+    with ThreadPoolExecutor(4) as pool:
+        answers = list(pool.map(lambda name: client.get(f"{job}/plots/{name}"), names))
+    assert [a.status_code for a in answers] == [200] * 4
+    assert answers[0].get_data()[:8] == b"\x89PNG\r\n\x1a\n"

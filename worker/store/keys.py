@@ -39,6 +39,9 @@ name                       what                            written by
 ``usage:<owner>:<hour>``   bytes stored for a key's jobs   API
                            of one hour
 ``metrics:<histogram>``    a histogram's counters (hash)   API, workers
+``census``                 the last census of jobs and     API
+                           artifacts (JSON), and
+``census:claim``           who takes the next one
 ``heartbeats``             ``<job>|<task>`` by last beat   workers
                            (sorted set)
 ``alive``                  active jobs by last sign of     API, workers
@@ -192,6 +195,16 @@ def usage(owner: str, hour: int) -> str:
 def histogram(name: str) -> str:
     """The counters of a histogram (see :mod:`sca_worker.metrics`)."""
     return f"metrics:{name}"
+
+
+def census() -> str:
+    """The last census of the store (see :func:`sca_worker.metrics.shared_census`)."""
+    return "census"
+
+
+def census_claim() -> str:
+    """Held by the process taking the census, for the census interval."""
+    return "census:claim"
 
 
 def heartbeats() -> str:
