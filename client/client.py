@@ -28,7 +28,15 @@ from urllib.parse import quote
 
 from sca.options import one_input
 
-from .errors import Conflict, JobCancelled, JobFailed, NotFinished, ServiceUnreachable, error_for
+from .errors import (
+    CLIENT_EXTRA,
+    Conflict,
+    JobCancelled,
+    JobFailed,
+    NotFinished,
+    ServiceUnreachable,
+    error_for,
+)
 from .job import ACTIVE, Job, retry_after, wait_for
 from .queries import ElementQueries, listify
 
@@ -49,6 +57,12 @@ class Client(ElementQueries):
     session : requests.Session, optional
         The session the requests go through; a new one when None.
 
+    Raises
+    ------
+    ImportError
+        When ``requests`` (the ``client`` extra) is not installed; the message
+        says how to install it.
+
     See Also
     --------
     Job : The handle :meth:`submit` returns.
@@ -62,7 +76,12 @@ class Client(ElementQueries):
         headers: dict | None = None,
         session=None,
     ):
-        import requests  # the client extra: absent, `sca submit` names it (sca_client.submit)
+        try:
+            import requests  # the client extra: optional, so imported on first use
+        except ImportError as exc:
+            raise ImportError(
+                f"sca_client.Client needs the client extra (requests is missing): {CLIENT_EXTRA}"
+            ) from exc
 
         self.url = url.rstrip("/")
         self.timeout = timeout

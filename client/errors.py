@@ -7,6 +7,9 @@ and the whole ``problem``.  :mod:`sca_client` re-exports all of them.
 
 from __future__ import annotations
 
+#: How to install what the client needs (``requests``), named wherever it is missing.
+CLIENT_EXTRA = "pip install 'stochastic-clustering[client]'"
+
 
 class ClientError(Exception):
     """Base of every error this client raises."""

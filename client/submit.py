@@ -34,9 +34,14 @@ from sca.cli import (
 from sca.errors import SCAError, field_summary
 
 from .client import Client
-from .errors import JobCancelled, JobFailed, ServiceError, ServiceUnreachable, WaitTimeout
-
-CLIENT_EXTRA = "pip install 'stochastic-clustering[client]'"
+from .errors import (
+    CLIENT_EXTRA,
+    JobCancelled,
+    JobFailed,
+    ServiceError,
+    ServiceUnreachable,
+    WaitTimeout,
+)
 
 
 def add_service_arguments(parser) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import sys
 
 import numpy as np
 import pytest
@@ -197,3 +198,11 @@ def test_sca_submit_sends_data_alone(url, tmp_path, capsys):
         if not extra:  # standardised, the two groups; in their units, every row placed
             assert sorted(map(sorted, clusters)) == [[0, 1, 2, 3, 4], [5, 6, 7, 8, 9]]
         assert sorted(i for cluster in clusters for i in cluster) == list(range(10))
+
+
+def test_a_client_without_its_extra_says_how_to_install_it(monkeypatch):
+    """``make serve`` installs the server alone; the client's first line then names
+    the extra rather than failing deep inside with ``No module named 'requests'``."""
+    monkeypatch.setitem(sys.modules, "requests", None)  # as if it were not installed
+    with pytest.raises(ImportError, match=r"client extra .*stochastic-clustering\[client\]"):
+        c.Client("http://127.0.0.1:9")
