@@ -135,7 +135,7 @@ def baseball(conn: Conn, multiple: float):
     return conn.request("POST", "/v1/jobs", body)
 
 
-def small_job(conn: Conn, stats: "Stats", rng) -> str:
+def small_job(conn: Conn, stats: Stats, rng) -> str:
     """One baseball job, submitted and followed to its end (its terminal status;
     "lost" when the submission or the stream failed)."""
     start = time.perf_counter()
