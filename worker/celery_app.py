@@ -14,6 +14,8 @@ from urllib.parse import parse_qs, urlparse
 
 from celery import Celery, signals
 
+import sca
+
 from .broker import TRANSPORT, RedisBackend
 from .capacity import check_redis
 from .config import resolve, settings_from_env
@@ -133,6 +135,16 @@ def _warn_about_redis(store) -> None:
         return
     for text in report["problems"] + report["warnings"]:
         log.warning("Redis: %s", text)
+
+
+@signals.worker_init.connect
+def _warm(sender=None, **kwargs):
+    """Each worker compiles (or loads) the kernels before its pool starts: the pool's
+    processes, forked from it, take their first task warm (:func:`sca.warm`)."""
+    settings = getattr(getattr(sender, "app", None), "sca_settings", None)
+    if settings is not None and settings["SCA_WARM"]:
+        seconds = sca.warm()
+        logging.getLogger(__name__).info("kernels warm in %.1f s", seconds)
 
 
 @signals.worker_ready.connect
