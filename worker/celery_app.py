@@ -141,10 +141,10 @@ def _warn_about_redis(store) -> None:
 def _warm(sender=None, **kwargs):
     """Each worker compiles (or loads) the kernels before its pool starts: the pool's
     processes, forked from it, take their first task warm (:func:`sca.warm`)."""
-    settings = getattr(getattr(sender, "app", None), "sca_settings", None)
+    celery = getattr(sender, "app", None)
+    settings = getattr(celery, "sca_settings", None)
     if settings is not None and settings["SCA_WARM"]:
-        seconds = sca.warm()
-        logging.getLogger(__name__).info("kernels warm in %.1f s", seconds)
+        celery.sca_warmed = sca.warm()  # logged when the worker is ready (logging is set up)
 
 
 @signals.worker_ready.connect
@@ -171,6 +171,8 @@ def _start_watchdog(sender=None, **kwargs):
     )
     watchdog.start()
     celery.sca_watchdog = watchdog
+    if getattr(celery, "sca_warmed", None) is not None:
+        logging.getLogger(__name__).info("kernels warmed in %.1f s", celery.sca_warmed)
     logging.getLogger(__name__).info(
         "watchdog: resuming jobs whose tasks stop beating for %ss", watchdog.timeout
     )

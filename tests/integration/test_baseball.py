@@ -80,6 +80,7 @@ def test_a_small_job_takes_one_task_with_the_events_of_every_stage(api, celery_w
     assert job["status"] == "succeeded", job.get("error")
     assert set(job["timings"]) == {"balancing", "spectral", "iteration"}
     log = celery_worker.read_text()
+    assert "kernels warmed in" in log  # before the pool took its first task
     # one task received, sca.start, and it ran the stages a big job's tasks run
     assert log.count("Task sca.") - before <= 2, log[-2000:]  # received, and succeeded
     assert f"job {accepted['id']}: sca.balance, sca.spectrum, sca.iterate in sca.start" in log
