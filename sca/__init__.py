@@ -65,6 +65,7 @@ _EXPORTS = {
         "predict",
     ),
     "spectral": ("SpectrumResult", "largest_gap_k", "perron_cluster", "spectrum"),
+    "warmup": ("warm",),
 }
 _WHERE = {name: module for module, names in _EXPORTS.items() for name in names}
 

@@ -188,6 +188,21 @@ def add_commands(sub) -> None:
         u.add_argument_group("custom cluster"), registry.options_for("cli", "custom")
     )
     add_plot_arguments(u.add_argument_group("output"))
+    w = sub.add_parser(
+        "warm",
+        help="compile the kernels into numba's disk cache (at install or image build)",
+        description="Compile the label-matrix kernels for every argument type the "
+        "stages use, and fill numba's disk cache (NUMBA_CACHE_DIR, or beside the "
+        "package), so that no process compiles them before its first job.",
+    )
+    w.set_defaults(run=_warm)
+
+
+def _warm(args) -> int:
+    from .warmup import warm  # numpy, scipy and numba: only for this command
+
+    print(f"sca warm: kernels ready in {warm():.1f} s", file=sys.stderr)
+    return 0
 
 
 def add_plugin_commands(sub, load=None) -> None:

@@ -17,6 +17,13 @@ in a process of its own (wall time with imports, and its peak RSS).
     python scripts/benchmark.py --sizes 1000 10000 --repeats 3
     python scripts/benchmark.py --sizes 10000000 --markdown   # README table rows
 
+The first job of a fresh process (``--first-job``, :mod:`first_job`): with an
+empty and a warm numba disk cache, with and without :func:`sca.warm` first,
+wall and CPU seconds of the first job beside a later one (n = 10^5 unless
+``--sizes`` names one).
+
+    python scripts/benchmark.py --first-job
+
 Raw-data rows (``--raw``): the whole default job on raw data,
 ``sca.StochasticClustering(random_state=0).fit(X)``, on ``make_blobs`` data
 (5 clusters) of n x d = 1,000 x 20, 10,000 x 50 and 100,000 x 50, beside a
@@ -44,6 +51,7 @@ import time
 import tracemalloc
 from pathlib import Path
 
+import first_job
 import numpy as np
 from shared import PEER_MAX_N, PERFORMANCE_DOC, spectral_clustering, write_table
 
@@ -445,6 +453,12 @@ def main(argv=None) -> int:
         metavar="PAGE",
         help="also write the table into its place in PAGE (default: docs/performance.md)",
     )
+    parser.add_argument(
+        "--first-job",
+        action="store_true",
+        help="only the first job of a fresh process against a later one, with an empty "
+        "and a warm numba cache (scripts/first_job.py; n = the first of --sizes)",
+    )
     parser.add_argument("--raw-one", type=_raw_size, help=argparse.SUPPRESS)
     parser.add_argument("--one", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--seed", type=int, default=0, help=argparse.SUPPRESS)
@@ -454,6 +468,10 @@ def main(argv=None) -> int:
         return 0
     if args.raw:
         return raw_main(args, argv)
+    if args.first_job:
+        n = args.sizes[0] if "--sizes" in (argv or sys.argv) else 100_000
+        first_job.report(first_job.run_cases(n, args.runs, args.blocks), n, args.runs, args.blocks)
+        return 0
     if args.one:
         print(
             json.dumps(

@@ -16,6 +16,15 @@ seconds, each on one keep-alive connection, mixing:
   requests, the other half custom clusters of existing elements on the same
   job (the peer, measured under the same load).
 
+A phase of small jobs (``--small-duration`` seconds; ``--small-only`` runs it
+alone, without preparing the n = 10^4 jobs) submits the paper's baseball
+consensus (a distinct multiple each time, so no job finds another's result
+cached) and follows each job's events (``GET /v1/jobs/{id}/events``, which
+ends with its terminal event) to time it end to end: first ``--small-serial``
+jobs one at a time (the latency of one small job), then ``--clients``
+threads, each submitting its next job as soon as its last one finished, for
+the rest of the phase (small jobs a second, sustained).
+
 A first phase sends the queries alone (the target: similar and custom-cluster
 queries on the cached n = 10^4 job), then the mix runs with submissions paced
 at ``--submit-rate`` per second.  A last, hostile phase (``--hostile-duration``
@@ -36,6 +45,7 @@ to finish and reports any lost or stuck one.
 
     python scripts/load.py --mode redis --duration 60
     python scripts/load.py --mode embedded --duration 60
+    python scripts/load.py --mode redis --small-only --small-duration 20
 """
 
 from __future__ import annotations
@@ -58,6 +68,9 @@ from shared import ROOT, free_port
 from slow_clients import SlowClients, latencies
 
 from sca.planted import planted_runs, planted_truth
+
+# The paper's baseball consensus (a header row of players).
+BASEBALL_S = np.loadtxt(ROOT / "data" / "baseball" / "S.csv", delimiter=",", skiprows=1)
 
 KEYS = [f"load-key-{i}-{uuid.uuid4().hex[:8]}" for i in range(8)]
 
@@ -116,6 +129,70 @@ def submit(conn: Conn, n: int, seed: int):
     return conn.request("POST", "/v1/jobs", body, content_type)
 
 
+def baseball(conn: Conn, multiple: float):
+    """Submit the baseball consensus times ``multiple`` (its own content, its own job)."""
+    body = json.dumps({"consensus": (BASEBALL_S * multiple).tolist()}).encode()
+    return conn.request("POST", "/v1/jobs", body)
+
+
+def small_job(conn: Conn, stats: Stats, rng) -> str:
+    """One baseball job, submitted and followed to its end (its terminal status;
+    "lost" when the submission or the stream failed)."""
+    start = time.perf_counter()
+    status, body = stats.timed("POST /v1/jobs", lambda: baseball(conn, 1 + rng.random()))
+    if status != 202:
+        return "lost"
+    job = json.loads(body)["id"]
+    status, body = stats.timed(
+        "GET .../events", lambda: conn.request("GET", f"/v1/jobs/{job}/events")
+    )
+    ends = [line for line in body.decode().splitlines() if line.startswith("event: ")]
+    outcome = ends[-1].removeprefix("event: ") if status == 200 and ends else "lost"
+    if outcome == "succeeded":
+        stats.add("small job, end to end", time.perf_counter() - start, 200)
+    return outcome
+
+
+def small_client(port, key, stop, stats, outcome, rng):
+    conn = Conn(port, key)
+    while not stop.is_set():
+        result = small_job(conn, stats, rng)
+        with stats.lock:
+            outcome[result] += 1
+
+
+def run_small(args, port: int) -> int:
+    """The small-jobs phase (see the module): one at a time, then back to back."""
+    failures = 0
+    stats, outcome = Stats(), defaultdict(int)
+    conn, rng = Conn(port, KEYS[0]), np.random.default_rng(7)
+    start = time.monotonic()
+    for _ in range(args.small_serial):
+        outcome[small_job(conn, stats, rng)] += 1
+    report(stats, time.monotonic() - start, f"{args.mode}, small jobs one at a time", outcome)
+    failures += sum(stats.errors.values()) + sum(n for k, n in outcome.items() if k != "succeeded")
+    stats, outcome, stop = Stats(), defaultdict(int), threading.Event()
+    threads = [
+        threading.Thread(
+            target=small_client,
+            args=(port, KEYS[i % len(KEYS)], stop, stats, outcome, np.random.default_rng(i)),
+        )
+        for i in range(args.clients)
+    ]
+    start = time.monotonic()
+    for thread in threads:
+        thread.start()
+    time.sleep(args.small_duration)
+    stop.set()
+    for thread in threads:
+        thread.join(120)
+    elapsed = time.monotonic() - start
+    report(stats, elapsed, f"{args.mode}, small jobs, {args.clients} clients", outcome)
+    print(f"small jobs: {outcome.get('succeeded', 0) / elapsed:.1f} /s sustained")
+    failures += sum(stats.errors.values()) + sum(n for k, n in outcome.items() if k != "succeeded")
+    return failures
+
+
 def wait(conn: Conn, job_id: str, timeout: float) -> str:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -172,6 +249,8 @@ OK = {
     "POST custom-clusters 1234 (n=10^4)": {200},
     "GET /healthz": {200},
     "POST queries, new element (n=10^4)": {200},
+    "GET .../events": {200},
+    "small job, end to end": {200},
 }
 #: Rows printed even when empty (the others only in the phase that sends them).
 OK_ALWAYS = list(OK)[:6]
@@ -273,6 +352,8 @@ def start_service(mode: str, redis_url: str, api_processes: int) -> tuple[list, 
     env = dict(
         os.environ,
         SCA_API_KEYS=",".join(KEYS),
+        # the small-jobs phase follows each job's events: a stream per client
+        SCA_MAX_EVENT_STREAMS="16",
         PYTHONPATH=str(ROOT),
         OMP_NUM_THREADS="1",
         OPENBLAS_NUM_THREADS="1",
@@ -500,9 +581,23 @@ def main(argv=None) -> int:
         default=2,
         help="clients of long custom-cluster queries in the hostile phase",
     )
+    p.add_argument(
+        "--small-duration",
+        type=float,
+        default=20,
+        help="seconds of small (baseball) jobs back to back, after the hostile phase (0 = none)",
+    )
+    p.add_argument(
+        "--small-serial", type=int, default=30, help="small jobs timed one at a time first"
+    )
+    p.add_argument(
+        "--small-only", action="store_true", help="only the small-jobs phase (no n = 10^4 jobs)"
+    )
     args = p.parse_args(argv)
     processes, port = start_service(args.mode, args.redis_url, args.api_processes)
     try:
+        if args.small_only:
+            return 0 if not run_small(args, port) else 1
         setup = Conn(port, KEYS[0])
         status, body = submit(setup, args.big_n, 0)
         assert status == 202, body
@@ -532,6 +627,8 @@ def main(argv=None) -> int:
         ):
             if duration > 0:
                 failures += run_phase(args, port, phase, rate, duration, bigs, smalls)
+        if args.small_duration > 0:
+            failures += run_small(args, port)
         return 0 if not failures else 1
     finally:
         stop_service(processes)

@@ -14,6 +14,8 @@ from urllib.parse import parse_qs, urlparse
 
 from celery import Celery, signals
 
+import sca
+
 from .broker import TRANSPORT, RedisBackend
 from .capacity import check_redis
 from .config import resolve, settings_from_env
@@ -135,6 +137,16 @@ def _warn_about_redis(store) -> None:
         log.warning("Redis: %s", text)
 
 
+@signals.worker_init.connect
+def _warm(sender=None, **kwargs):
+    """Each worker compiles (or loads) the kernels before its pool starts: the pool's
+    processes, forked from it, take their first task warm (:func:`sca.warm`)."""
+    celery = getattr(sender, "app", None)
+    settings = getattr(celery, "sca_settings", None)
+    if settings is not None and settings["SCA_WARM"]:
+        celery.sca_warmed = sca.warm()  # logged when the worker is ready (logging is set up)
+
+
 @signals.worker_ready.connect
 def _start_watchdog(sender=None, **kwargs):
     """Each worker's main process checks Redis's settings, then watches the
@@ -160,6 +172,8 @@ def _start_watchdog(sender=None, **kwargs):
     watchdog.start()
     celery.sca_watchdog = watchdog
     log = logging.getLogger(__name__)
+    if getattr(celery, "sca_warmed", None) is not None:
+        log.info("kernels warmed in %.1f s", celery.sca_warmed)
     log.info("watchdog: resuming jobs whose tasks stop beating for %ss", watchdog.timeout)
     if settings["SCA_WEBHOOK_CONCURRENCY"] > 0:
         celery.sca_deliverer = Deliverer(store, settings).start()

@@ -40,6 +40,14 @@ DEFAULTS: dict[str, Any] = {
     # waits this many seconds for room, then fails its job with a problem
     # saying so; publishing the next stage and storing results wait as long.
     "SCA_STORE_FULL_WAIT": 300,
+    # A job of at most this many elements runs all its stages in one task
+    # (sca.start): a small job pays one Celery hop, not one per stage.  0 = every
+    # stage its own task, whatever the size.
+    "SCA_SMALL_JOB_ELEMENTS": 2_000,
+    # Warm the compiled kernels (sca.warm: load them from numba's disk cache, or
+    # compile them into it) and the stages' first calls before taking work: in
+    # each Celery worker, before its pool starts, and in the embedded default.
+    "SCA_WARM": True,
     # Webhooks (sca_worker.webhooks): hosts and networks callbacks may reach
     # (unset: any public address), the signing secret when a job brings none,
     # seconds per attempt (the whole answer within it), retries after the
@@ -138,6 +146,7 @@ def resolve(settings: Mapping) -> dict:
         if not resolved[name] > 0:
             raise ValueError(f"{name} ({resolved[name]}) must be positive")
     for name, least in (
+        ("SCA_SMALL_JOB_ELEMENTS", 0),
         ("SCA_WEBHOOK_RETRIES", 0),
         ("SCA_WEBHOOK_CONCURRENCY", 0),
         ("SCA_WEBHOOK_PER_SENDER", 1),

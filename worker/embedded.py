@@ -6,6 +6,10 @@ another); other jobs run on the other threads.  Cancelling is cooperative:
 :func:`sca_worker.stages.execute` skips every stage of a job that is no longer
 active, so a cancelled job stops at the next stage or ensemble run.
 
+The compiled kernels are warmed before the first job (:func:`sca.warm`,
+unless ``SCA_WARM`` is off), on its thread: not while the process only
+serves requests, whose latency a warm-up beside them would cost.
+
 Webhooks of finished jobs are delivered by a
 :class:`~sca_worker.webhooks.Deliverer` on threads of its own, never the job
 threads, so a receiver that does not answer delays no job (see
@@ -17,6 +21,8 @@ from __future__ import annotations
 import logging
 from concurrent.futures import Future, ThreadPoolExecutor
 
+import sca
+
 from . import stages, webhooks
 from .config import resolve
 from .store import Store
@@ -27,17 +33,8 @@ log = logging.getLogger(__name__)
 def run_job(store: Store, job_id: str) -> None:
     """Every stage a job still needs, in order (what the Celery chain does)."""
     steps = stages.plan(store, job_id)
-    if steps is None:
-        return
-    for stage in steps["stages"]:
-        if stage == "ensemble":
-            for index, run in enumerate(steps["runs"]):
-                if not stages.execute(store, job_id, "ensemble", index, run):
-                    return
-            if not stages.execute(store, job_id, "ensemble_collect", len(steps["runs"])):
-                return
-        elif not stages.execute(store, job_id, stage):
-            return
+    if steps is not None:
+        stages.run_steps(store, job_id, steps)
 
 
 class EmbeddedRunner:
@@ -60,6 +57,8 @@ class EmbeddedRunner:
 
     def _run(self, job_id: str) -> None:
         try:  # planning and every stage fail the job themselves
+            if self.settings["SCA_WARM"]:
+                sca.warm()  # once per process, before its first job (a second waits)
             run_job(self.store, job_id)
         finally:
             self.futures.pop(job_id, None)

@@ -93,29 +93,18 @@ def read(store: Store, job_id: str, after: str | None = None, wait: float = 0.0)
 
 
 # -- the points where a job moves ----------------------------------------------------------
-def stage_started(store: Store, job_id: str, stage: str, previous: str | None) -> None:
-    """A stage began (once per job and stage, however many tasks run it)."""
-    if previous == stage:
-        return
+def stage_done(store: Store, job_id: str, stage: str, record: dict | None = None) -> None:
+    """A stage function returned: a finished stage, or (ensemble runs) progress;
+    ``record`` is the job as the stage left it (read here when not given)."""
     try:
-        first = store.incr_job(job_id, f"started:{stage}") == 1
-    except Exception:  # noqa: BLE001 - the event only
-        first = False
-    if first:
-        emit(store, job_id, "stage", stage=stage, state="started")
-
-
-def stage_done(store: Store, job_id: str, stage: str) -> None:
-    """A stage function returned: a finished stage, or (ensemble runs) progress."""
-    try:
-        _stage_done(store, job_id, stage)
+        _stage_done(store, job_id, stage, record)
     except Exception as exc:  # noqa: BLE001 - the stage itself went well
         log.warning("job %s: stage event not recorded: %s", job_id, type(exc).__name__)
 
 
-def _stage_done(store: Store, job_id: str, stage: str) -> None:
+def _stage_done(store: Store, job_id: str, stage: str, record: dict | None) -> None:
+    record = record if record is not None else store.get_job(job_id)
     if stage == "ensemble":
-        record = store.get_job(job_id)
         if record is None or not record.get("runs_total"):
             return
         done, total = int(record.get("runs_done", 0)), int(record["runs_total"])
@@ -123,7 +112,6 @@ def _stage_done(store: Store, job_id: str, stage: str) -> None:
             emit(store, job_id, "progress", record, stage="ensemble", done=done, total=total)
         return
     public = "ensemble" if stage == "ensemble_collect" else stage
-    record = store.get_job(job_id)
     if record is not None:
         emit(
             store,

@@ -74,13 +74,17 @@ def _le(bound: float) -> str:
     return "+Inf" if math.isinf(bound) else repr(float(bound))
 
 
-def observe(store: Store, histogram: str, label: str, seconds: float) -> None:
-    """Count one observation of ``seconds`` with ``label`` in ``histogram``."""
+def observation(histogram: str, label: str, seconds: float) -> tuple[str, dict]:
+    """One observation of ``seconds`` with ``label`` in ``histogram``: the hash it
+    is added to and the amounts (for :meth:`sca_worker.store.Store.hincr_many`)."""
     name, buckets = HISTOGRAMS[histogram]
     bound = next((b for b in buckets if seconds <= b), math.inf)
-    store.hincr_many(
-        name, {f"{label}|{_le(bound)}": 1, f"{label}|count": 1, f"{label}|sum": float(seconds)}
-    )
+    return name, {f"{label}|{_le(bound)}": 1, f"{label}|count": 1, f"{label}|sum": float(seconds)}
+
+
+def observe(store: Store, histogram: str, label: str, seconds: float) -> None:
+    """Count one observation of ``seconds`` with ``label`` in ``histogram``."""
+    store.hincr_many(*observation(histogram, label, seconds))
 
 
 def observe_quietly(store: Store, histogram: str, label: str, seconds: float) -> None:

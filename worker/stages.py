@@ -47,13 +47,14 @@ KEPT = tuple(name for stage in sca.pipeline.STAGES for name in stage.keeps)
 OPERATORS = ("P",)
 
 
-def cache_hit(store: Store, record: dict) -> dict | None:
-    """The fields that finish a job whose result is cached (None when it is not).
+def cache_hit(store: Store, record: dict, present: set | None = None) -> dict | None:
+    """The fields that finish a job whose result is cached (None when it is not);
+    ``present``, when given, holds the artifacts known to exist.
 
     A hit restarts the TTL of the result and of what queries on it read.
     """
     keys = artifact_keys(record)
-    if not store.has(keys["result"]):
+    if not (keys["result"] in present if present is not None else store.has(keys["result"])):
         return None
     store.touch(*(keys[name] for name in KEPT), keys["input"], keys["models"], keys["scaling"])
     return {
@@ -69,9 +70,10 @@ def cache_hit(store: Store, record: dict) -> dict | None:
 def plan(store: Store, job_id: str) -> dict | None:
     """The stages a job still needs, given what the cache holds.
 
-    Returns ``{"stages": [...], "runs": [run descriptors]}`` (no stages when
-    the result is cached: the job is then finished here), or None when the
-    job is gone, no longer active, or failed here (planning failed).
+    Returns ``{"stages": [...], "runs": [run descriptors], "n": elements}``
+    (``{"stages": [], "runs": []}`` when the result is cached: the job is then
+    finished here), or None when the job is gone, no longer active, or failed
+    here (planning failed).
     """
     record = store.get_job(job_id)
     if record is None or record["status"] not in ACTIVE:
@@ -89,7 +91,8 @@ def plan(store: Store, job_id: str) -> dict | None:
 
 def _plan(store: Store, record: dict) -> dict:
     job_id, keys = record["id"], artifact_keys(record)
-    hit = cache_hit(store, record)
+    present = store.existing(keys["op"], *(keys[name] for name in KEPT))
+    hit = cache_hit(store, record, present)
     if hit is not None:
         if store.update_job(job_id, hit, expect=ACTIVE):
             events.finished(store, job_id, "succeeded")
@@ -97,9 +100,9 @@ def _plan(store: Store, record: dict) -> dict:
     store.touch(
         keys["input"], keys["op"], *(keys[name] for name in KEPT), keys["models"], keys["scaling"]
     )
-    stages = needed(store, record)
+    stages = needed(store, record, present)
     need_ensemble = (
-        "S" in _needs(stages) and "ensemble" in record["stages"] and not store.has(keys["op"])
+        "S" in _needs(stages) and "ensemble" in record["stages"] and keys["op"] not in present
     )
     stages = (["ensemble"] if need_ensemble else []) + stages
     if "S" in _needs(stages) and record["kind"] == "data":
@@ -110,7 +113,7 @@ def _plan(store: Store, record: dict) -> dict:
         runs = sca.ensemble_plan(source["ensemble"], source.get("ensemble_seed", 0))
     if record["runs_total"]:  # runs still to do, or all of them cached
         store.update_job(job_id, {"runs_done": 0 if need_ensemble else record["runs_total"]})
-    return {"stages": stages, "runs": runs}
+    return {"stages": stages, "runs": runs, "n": int(record["n"])}
 
 
 def _needs(tasks) -> set:
@@ -118,15 +121,18 @@ def _needs(tasks) -> set:
     return {name for task in tasks for stage in sca.pipeline.parts(task) for name in stage.needs}
 
 
-def needed(store: Store, record: dict) -> list[str]:
+def needed(store: Store, record: dict, present: set | None = None) -> list[str]:
     """The core's stages a job must run: those with a stored artifact missing,
-    and those that read what a needed stage makes again."""
+    and those that read what a needed stage makes again (``present``, when
+    given, holds the artifacts known to exist)."""
     keys, tasks = artifact_keys(record), []
+    if present is None:
+        present = store.existing(*(keys[name] for name in KEPT))
     remade: set[str] = set()
     for task in sca.pipeline.TASKS:
         entries = sca.pipeline.parts(task)
         makes = {name for stage in entries for name in stage.makes}
-        missing = any(not store.has(keys[name]) for stage in entries for name in stage.keeps)
+        missing = any(keys[name] not in present for stage in entries for name in stage.keeps)
         if missing or remade & _needs([task]):
             tasks.append(task)
             remade |= makes
@@ -265,6 +271,25 @@ STAGE_FUNCTIONS: dict[str, Callable[..., None]] = {
 }
 
 
+def run_steps(store: Store, job_id: str, steps: dict) -> bool:
+    """Every stage of ``steps`` (from :func:`plan`) in order, in this thread: the
+    ensemble's runs one after another, then their collection, then the core's
+    stages (what the Celery chain does over several tasks).  Each stage starts
+    from the record the one before read back.  False when the job went no
+    further (cancelled, failed or gone)."""
+    record = store.get_job(job_id)
+    for stage in steps["stages"]:
+        if stage == "ensemble":
+            for index, run in enumerate(steps["runs"]):
+                record = _execute(store, record, "ensemble", index, run)
+            record = _execute(store, record, "ensemble_collect", len(steps["runs"]))
+        else:
+            record = _execute(store, record, stage)
+        if record is None:
+            return False
+    return True
+
+
 # -- running a stage -----------------------------------------------------------------------
 def fail(store: Store, job_id: str, problem: dict) -> bool:
     """End an active job as failed with ``problem`` (see :mod:`sca_worker.problems`)."""
@@ -284,17 +309,35 @@ def fail_full(store: Store, job_id: str, exc: BaseException) -> bool:
 
 def execute(store: Store, job_id: str, stage: str, *args) -> bool:
     """Run one stage function of an active job; False when the job should go no further."""
-    record = store.get_job(job_id)
+    return _execute(store, store.get_job(job_id), stage, *args) is not None
+
+
+def _execute(store: Store, record: dict | None, stage: str, *args) -> dict | None:
+    """:func:`execute` from the job's ``record``; the record as the stage left it,
+    None when the job should go no further.
+
+    The job's own writes around the stage go in two round trips, one before and
+    one after it (:meth:`Store.update_and_get`, :meth:`Store.incr_and_get`),
+    and its events in one each.
+    """
     if record is None or record["status"] not in ACTIVE:
-        return False
+        return None
+    job_id = record["id"]
     public_stage = "ensemble" if stage == "ensemble_collect" else stage
-    store.alive(job_id)  # a stage starting is a sign of life
-    if not store.update_job(
-        job_id, {"status": "running", "stage": public_stage, "updated": now()}, expect=ACTIVE
-    ):
-        return False
-    events.stage_started(store, job_id, public_stage, record.get("stage"))
+    begun = store.update_and_get(  # a stage starting is a sign of life
+        job_id,
+        {"status": "running", "stage": public_stage, "updated": now()},
+        expect=ACTIVE,
+        alive=True,
+        count=f"started:{public_stage}",
+        unless_same="stage",
+    )
+    if begun is None:
+        return None
+    if begun[0] == 1:  # once per job and stage, however many tasks run it
+        events.emit(store, job_id, "stage", begun[1], stage=public_stage, state="started")
     start = time.perf_counter()
+    current: dict | None = None
     try:
         STAGE_FUNCTIONS[stage](store, record, *args)
     except Exception as exc:  # every failure ends the job with a problem, not a traceback
@@ -303,21 +346,29 @@ def execute(store: Store, job_id: str, stage: str, *args) -> bool:
         if not isinstance(exc, sca.SCAError):
             log.exception("job %s: stage %s failed", job_id, stage)
         fail(store, job_id, problem_for(exc, public_stage))
-        return False
+        return None
     finally:
         elapsed = time.perf_counter() - start
-        metrics.observe_quietly(store, "stage", stage, elapsed)
-        try:
-            store.incr_job(job_id, f"t:{public_stage}", elapsed)
-        except Exception as exc:  # a timing is not worth waiting for room
+        try:  # the stage's timing and its metric; neither is worth waiting for room
+            current = store.incr_and_get(
+                job_id, f"t:{public_stage}", elapsed, *metrics.observation("stage", stage, elapsed)
+            )
+        except Exception as exc:
             if not store_full(exc):
                 raise
-    events.stage_done(store, job_id, stage)
-    if stage == LAST:  # succeeded only once its timing is recorded: a poll sees both
-        if store.update_job(job_id, {"status": "succeeded", "updated": now()}, expect=ACTIVE):
-            events.finished(store, job_id, "succeeded")
-    current = store.get_job(job_id)
+            current = store.get_job(job_id)
+    if current is not None:
+        events.stage_done(store, job_id, stage, current)
+    if stage == LAST and current is not None:  # succeeded once its timing is recorded
+        done = store.update_and_get(
+            job_id, {"status": "succeeded", "updated": now()}, expect=ACTIVE
+        )
+        if done is None:  # cancelled or failed meanwhile
+            current = store.get_job(job_id)
+        else:
+            current = done[1]
+            events.finished(store, job_id, "succeeded", current)
     if current is None or current["status"] == "cancelled":  # drop what it wrote
         release(store, current or record)
-        return False
-    return True
+        return None
+    return current

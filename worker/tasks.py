@@ -9,9 +9,17 @@ sends) looks at the cache and enqueues what is left as a chain
 
 (stages whose artifacts are cached are left out): a task per stage of the
 core's table (:data:`sca.pipeline.TASKS`), named as above, or ``sca.stage``
-with the stage's name for a stage without a name of its own.  Only the chord's header
-(``sca.ensemble_run``) keeps its results; every other task ignores them.  A task that finds its job
-cancelled or failed raises ``Ignore``, which stops the rest of the chain.
+with the stage's name for a stage without a name of its own.  Only the
+chord's header (``sca.ensemble_run``) keeps its results; every other task
+ignores them.  A task that finds its job cancelled or failed raises ``Ignore``,
+which stops the rest of the chain.
+
+A small job (at most ``SCA_SMALL_JOB_ELEMENTS`` elements, and no ensemble runs
+to do: those fan out over the workers) runs what is left within ``sca.start``
+instead (:func:`sca_worker.stages.run_steps`, as the embedded default does):
+the same stages, events and timings, one Celery hop instead of four.  Its
+heartbeat is ``sca.start``'s, so a lost worker's small job is taken over as any
+other, from its cached stages; cancelling it revokes ``sca.start``.
 
 A stage task of a key's job that finds the key holding its share of the
 workers (``SCA_MAX_RUNNING_PER_KEY``) is sent again a moment later (see
@@ -25,6 +33,8 @@ could not be published for that long.
 
 from __future__ import annotations
 
+import logging
+
 from celery import chain, chord, group, signals
 from celery.exceptions import Ignore
 
@@ -32,6 +42,8 @@ from . import share, stages
 from .capacity import with_room
 from .celery_app import app, get_store
 from .problems import TRANSIENT, store_full
+
+log = logging.getLogger(__name__)
 
 
 def _with_room(task, job_id: str, action, what: str):
@@ -141,21 +153,64 @@ def job_canvas(job_id: str, steps: dict):
     return chain(*signatures) if signatures else None
 
 
+def task_name(stage: str) -> str:
+    """The name of the task that runs ``stage`` of a big job."""
+    if stage == "ensemble":
+        return ensemble_run.name
+    return STAGE_TASKS[stage].name if stage in STAGE_TASKS else f"{run_stage.name}({stage})"
+
+
+def small(steps: dict, settings) -> bool:
+    """Whether a planned job runs its stages within ``sca.start`` (see the module):
+    a small one with no ensemble runs to do (those fan out over the workers)."""
+    limit = settings["SCA_SMALL_JOB_ELEMENTS"]
+    return (
+        bool(steps["stages"])
+        and "ensemble" not in steps["stages"]
+        and 0 < steps.get("n", limit + 1) <= limit
+    )
+
+
 @app.task(name="sca.start", bind=True, ignore_result=True)
 def start(self, job_id: str) -> dict:
-    """Plan a job against the cache and enqueue the stages it still needs."""
+    """Plan a job against the cache and enqueue the stages it still needs, or run
+    them here when the job is small."""
+    store, task_id = get_store(self.app), self.request.id
+    held = []  # this task's id, once it runs the job's stages (cancelling revokes it)
 
-    def plan_and_enqueue():  # a fresh canvas (new task ids) each time Redis refuses it
-        steps = stages.plan(get_store(self.app), job_id)
-        canvas = None if steps is None else job_canvas(job_id, steps)
-        if canvas is not None:
-            canvas.apply_async()
+    def plan_and_enqueue():  # planned afresh (new task ids) each time Redis refuses it
+        steps = stages.plan(store, job_id)
+        if steps is None:
+            return None
+        if small(steps, self.app.sca_settings):
+            log.info(
+                "job %s: %s in %s (%d elements)",
+                job_id,
+                ", ".join(task_name(stage) for stage in steps["stages"]),
+                self.name,
+                steps["n"],
+            )
+            if task_id:
+                store.add_task(job_id, task_id)
+                held.append(task_id)
+            if not stages.run_steps(store, job_id, steps):
+                return None
+        else:
+            canvas = job_canvas(job_id, steps)
+            if canvas is not None:
+                canvas.apply_async()
         return steps
 
     try:
         steps = _with_room(self, job_id, plan_and_enqueue, "planning")
     except TRANSIENT as exc:
         raise self.retry(exc=exc, countdown=2, max_retries=60) from None
+    finally:
+        if held:
+            try:
+                store.remove_task(job_id, task_id)
+            except TRANSIENT:
+                pass
     if steps is None:
         raise Ignore()
     return {"job_id": job_id, "stages": steps["stages"]}

@@ -68,3 +68,24 @@ def test_readyz_with_redis(api):
         "checks": {"store": "ok", "broker": "ok", "redis": "ok"},
     }
     assert set(ready) <= {"status", "mode", "checks", "warnings"}  # e.g. appendonly is off
+
+
+def test_a_small_job_takes_one_task_with_the_events_of_every_stage(api, celery_worker):
+    before = celery_worker.read_text().count("Task sca.")
+    body = dict(
+        BASEBALL_BODY, consensus=[[3 * v for v in row] for row in BASEBALL_BODY["consensus"]]
+    )
+    accepted = submit(api, body)
+    job = wait_for(http_get(api), accepted["id"], 120, interval=0.05)
+    assert job["status"] == "succeeded", job.get("error")
+    assert set(job["timings"]) == {"balancing", "spectral", "iteration"}
+    log = celery_worker.read_text()
+    assert "kernels warmed in" in log  # before the pool took its first task
+    # one task received, sca.start, and it ran the stages a big job's tasks run
+    assert log.count("Task sca.") - before <= 2, log[-2000:]  # received, and succeeded
+    assert f"job {accepted['id']}: sca.balance, sca.spectrum, sca.iterate in sca.start" in log
+    stream = requests.get(f"{api}/v1/jobs/{accepted['id']}/events", timeout=30).text
+    names = [
+        line.removeprefix("event: ") for line in stream.splitlines() if line.startswith("event: ")
+    ]
+    assert names == ["queued", *["stage"] * 6, "succeeded"], names

@@ -52,7 +52,9 @@ class StoreBase:
             name: client.register_script(getattr(scripts, name))
             for name in (
                 "HSET_IF",
+                "HSET_GET",
                 "HINCR_IF",
+                "HINCR_GET",
                 "SWAP",
                 "DELETE_IF",
                 "PAGE",
@@ -149,27 +151,44 @@ class StoreBase:
             exists, prefix = pipe.execute()
         return prefix if exists else None
 
-    def _artifact_keys(self, name: str) -> list[str]:
-        """The Redis keys of an artifact: its head, then its chunks."""
-        found = [self.key(name)]
-        if self._peek(name, len(HEAD)) == HEAD:
-            head = self.client.get(self.key(name)) or b""
-            if head.startswith(HEAD):
-                count = int(head[len(HEAD) :])
-                found += [self.key(keys.chunk(name, i)) for i in range(count)]
+    def _artifact_keys(self, *names: str) -> list[str]:
+        """The Redis keys of artifacts: each one's head, then its chunks (two round
+        trips at most, whatever the number of names)."""
+        size = len(HEAD)
+        with self.client.pipeline(transaction=False) as pipe:
+            for name in names:
+                pipe.getrange(self.key(name), 0, size - 1)
+            prefixes = pipe.execute() if names else []
+        found = [self.key(name) for name in names]
+        split = [name for name, prefix in zip(names, prefixes, strict=True) if prefix == HEAD]
+        if split:
+            for name, head in zip(
+                split, self.client.mget([self.key(n) for n in split]), strict=True
+            ):
+                if head and head.startswith(HEAD):
+                    count = int(head[len(HEAD) :])
+                    found += [self.key(keys.chunk(name, i)) for i in range(count)]
         return found
 
     def has(self, name: str) -> bool:
         return self._peek(name, 1) is not None
 
+    def existing(self, *names: str) -> set[str]:
+        """Those of ``names`` that exist, in one round trip."""
+        with self.client.pipeline(transaction=False) as pipe:
+            for name in names:
+                pipe.exists(self.key(name))
+            found = pipe.execute() if names else []
+        return {name for name, there in zip(names, found, strict=True) if there}
+
     def delete(self, *names: str) -> None:
-        found = [k for name in names for k in self._artifact_keys(name)]
+        found = self._artifact_keys(*names) if names else []
         if found:
             self.client.delete(*found)
 
     def touch(self, *names: str, ttl: int | None = None) -> None:
         """Restart the TTL of existing artifacts (cache hits keep them alive)."""
-        found = [k for name in names for k in self._artifact_keys(name)]
+        found = self._artifact_keys(*names) if names else []
         if found:
             with self.client.pipeline(transaction=False) as pipe:
                 for key in found:

@@ -43,6 +43,11 @@ def _text(value) -> str:
     return value.decode() if isinstance(value, bytes) else value
 
 
+def _record(flat: list) -> dict:
+    """A job record from a script's ``HGETALL`` (field, value, field, value...)."""
+    return {_text(flat[i]): json.loads(flat[i + 1]) for i in range(0, len(flat), 2)}
+
+
 class Records(StoreBase):
     # -- job records --------------------------------------------------------------------------
     def create_job(self, job_id: str, fields: Mapping, alive: bool = False) -> None:
@@ -73,6 +78,47 @@ class Records(StoreBase):
         for field, value in encode(fields).items():
             args += [field, value]
         return bool(self._scripts["HSET_IF"](keys=[self.key(keys.job(job_id))], args=args))
+
+    def update_and_get(
+        self,
+        job_id: str,
+        fields: Mapping,
+        expect: Iterable[str] | None = None,
+        alive: bool = False,
+        count: str | None = None,
+        unless_same: str = "",
+    ) -> tuple[int, dict] | None:
+        """:meth:`update_job` and, in the same round trip, the job marked alive
+        (``alive``), the counter field ``count`` added to unless the field
+        ``unless_same`` already held its new value, and the record read back.
+
+        Returns ``(count's value or 0, record)``, or None when nothing was set.
+        """
+        expected = expected_statuses(expect)
+        args: list = [self.ttl, time.time(), job_id, count or "", unless_same, len(expected)]
+        args += expected
+        for field, value in encode(fields).items():
+            args += [field, value]
+        found = self._scripts["HSET_GET"](
+            keys=[self.key(keys.job(job_id)), self.key(keys.alive()) if alive else ""], args=args
+        )
+        if not found:
+            return None
+        return int(found[0]), _record(found[1])
+
+    def incr_and_get(
+        self, job_id: str, field: str, amount: float, histogram: str, amounts: Mapping
+    ) -> dict | None:
+        """Add ``amount`` to a job's counter field and ``amounts`` to the hash
+        ``histogram`` (as :meth:`hincr_many`), and read the job back: one round trip.
+        None when the job is gone (the histogram is added to all the same)."""
+        args: list = [field, float(amount)]
+        for name, value in amounts.items():
+            args += [name, value, "int" if isinstance(value, int) else "float"]
+        found = self._scripts["HINCR_GET"](
+            keys=[self.key(keys.job(job_id)), self.key(histogram)], args=args
+        )
+        return _record(found) if found else None
 
     def incr_job(self, job_id: str, field: str, amount: float = 1) -> float | None:
         """Add to a counter of an existing job; None (and no record made) when it is gone."""

@@ -21,6 +21,48 @@ redis.call('EXPIRE', KEYS[1], ARGV[1])
 return 1
 """
 
+# Sets a job's fields as HSET_IF does, and in the same call: marks the job alive
+# (a sorted set's member scored now), adds 1 to a counter field unless a field
+# already held its new value, and reads the job back.  KEYS[1] job hash, KEYS[2]
+# sorted set of live jobs ('' = none); ARGV: ttl, now, member, counter ('' =
+# none), field compared, n_expected, expected..., field, value, field, value...
+# Returns false when nothing was set, else {counter's value or 0, HGETALL}.
+HSET_GET = """
+if redis.call('EXISTS', KEYS[1]) == 0 then return false end
+local n = tonumber(ARGV[6])
+if n > 0 then
+  local status = redis.call('HGET', KEYS[1], 'status')
+  local ok = false
+  for i = 7, 6 + n do if status == ARGV[i] then ok = true end end
+  if not ok then return false end
+end
+local count, same = 0, false
+for i = 7 + n, #ARGV, 2 do
+  if ARGV[i] == ARGV[5] and redis.call('HGET', KEYS[1], ARGV[i]) == ARGV[i + 1] then
+    same = true
+  end
+  redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1])
+end
+redis.call('EXPIRE', KEYS[1], ARGV[1])
+if KEYS[2] ~= '' then redis.call('ZADD', KEYS[2], ARGV[2], ARGV[3]) end
+if ARGV[4] ~= '' and not same then count = redis.call('HINCRBY', KEYS[1], ARGV[4], 1) end
+return {count, redis.call('HGETALL', KEYS[1])}
+"""
+
+# Adds to a job's counter field if the job exists, adds an observation to a
+# histogram's hash, and reads the job back (false when it is gone).  KEYS[1] job
+# hash, KEYS[2] histogram hash; ARGV: field, amount, then the histogram's
+# field, amount, "int" or "float" triples.
+HINCR_GET = """
+for i = 3, #ARGV, 3 do
+  if ARGV[i + 2] == 'int' then redis.call('HINCRBY', KEYS[2], ARGV[i], ARGV[i + 1])
+  else redis.call('HINCRBYFLOAT', KEYS[2], ARGV[i], ARGV[i + 1]) end
+end
+if redis.call('EXISTS', KEYS[1]) == 0 then return false end
+redis.call('HINCRBYFLOAT', KEYS[1], ARGV[1], ARGV[2])
+return redis.call('HGETALL', KEYS[1])
+"""
+
 # Adds to a hash field if the hash exists (a deleted job is not re-created).
 # KEYS[1] hash; ARGV: field, amount, "int" or "float".  Returns the new value as text.
 HINCR_IF = """

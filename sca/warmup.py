@@ -1,0 +1,51 @@
+"""Compiled kernels and first calls taken before a process's first job.
+
+The label-matrix operator's loops (:mod:`sca.operators.compiled`) are compiled
+by numba for each type of their arguments, and cached on disk; a process still
+loads each from that cache, and imports what the stages use (scipy's
+eigensolvers, scikit-learn's k-means), on its first job.  :func:`warm` runs a
+small label-run job through every stage, large enough for the compiled loops
+(twice :data:`sca.operators.kernels.COMPILED_MIN_ROWS` rows), for each width of
+label codes the operator packs: a process that calls it before taking work
+(a Celery worker process, the embedded default's runner, an image build
+with ``sca warm``) gives its first job the speed of the next ones.  With an
+empty disk cache the same call compiles the loops and fills the cache.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+#: (runs, clusters) of the warm-up jobs: many runs (packed codes, pair counts),
+#: few (the one-column products' wide codes, used once n exceeds their number
+#: of codes), and more labels a run (wider codes).
+SHAPES = ((100, 5), (10, 5), (20, 40))
+
+_lock = threading.Lock()
+_warmed = False
+
+
+def warm(seed: int = 0) -> float:
+    """Run the warm-up jobs (see the module) once per process; the seconds they
+    took, 0.0 when this process was already warm.  Thread-safe: a second
+    caller waits for the first."""
+    global _warmed
+    with _lock:
+        if _warmed:
+            return 0.0
+        import numpy as np
+
+        from .inputs import membership_operator
+        from .operators.kernels import COMPILED_MIN_ROWS
+        from .pipeline import run_stages
+        from .planted import planted_runs, planted_truth
+
+        start = time.perf_counter()
+        rng = np.random.default_rng(seed)
+        for runs, k in SHAPES:
+            truth = planted_truth(2 * COMPILED_MIN_ROWS, [1] * k, rng)
+            labels = planted_runs(truth, runs, 0.3, rng)
+            run_stages(membership_operator(labels), {"seed": seed}, {})
+        _warmed = True
+        return time.perf_counter() - start

@@ -1,0 +1,61 @@
+"""A small job's own writes to Redis go in few round trips (issue: four stages made
+59 of them for the baseball job, each its own record, event, liveness and metric)."""
+
+from __future__ import annotations
+
+import json
+
+import redis
+
+from sca_worker import events
+from sca_worker.embedded import run_job
+from sca_worker.store import Store
+from tests.worker.conftest import make_job
+
+
+class Pipeline(redis.client.Pipeline):
+    def execute(self, *args, **kwargs):
+        self.trips[0] += 1
+        return super().execute(*args, **kwargs)
+
+
+class CountingRedis(redis.Redis):
+    """A Redis client that counts its round trips (a command, or a pipeline)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.trips = [0]
+
+    def execute_command(self, *args, **options):
+        self.trips[0] += 1
+        return super().execute_command(*args, **options)
+
+    def pipeline(self, transaction=True, shard_hint=None):
+        pipe = Pipeline(self.connection_pool, self.response_callbacks, transaction, shard_hint)
+        pipe.trips = self.trips
+        return pipe
+
+
+def test_the_baseball_job_in_few_round_trips_with_every_event(redis_store):
+    client = CountingRedis(connection_pool=redis_store.client.connection_pool)
+    store = Store(client, ttl=600, prefix=redis_store.prefix)
+    record = make_job(store)
+    client.trips[0] = 0
+    run_job(store, record["id"])
+    trips = client.trips[0]
+    job = store.get_job(record["id"])
+    assert job["status"] == "succeeded"
+    # planning 4, then per stage 2 for the record and 2 events, and the artifacts
+    # it reads and writes (8 in all), and the end 2
+    assert trips <= 30, trips
+    seen = [(name, json.loads(data)) for _, name, data in events.read(store, record["id"])]
+    stages = [(data["stage"], data["state"]) for name, data in seen if name == "stage"]
+    assert stages == [
+        (stage, state)
+        for stage in ("balancing", "spectral", "iteration")
+        for state in ("started", "finished")
+    ]
+    assert [name for name, _ in seen][-1] == "succeeded"
+    finished = [data for name, data in seen if name == "stage" and data["state"] == "finished"]
+    assert all(data["seconds"] > 0 for data in finished)
+    assert [data["progress"] for data in finished] == [0.3333, 0.6667, 1.0]
