@@ -64,6 +64,7 @@ from collections import defaultdict
 from functools import partial
 
 import numpy as np
+from noisy_neighbours import SilentReceiver, compare, noisy_client, scraper
 from shared import ROOT, free_port
 from slow_clients import SlowClients, latencies
 
@@ -73,6 +74,8 @@ from sca.planted import planted_runs, planted_truth
 BASEBALL_S = np.loadtxt(ROOT / "data" / "baseball" / "S.csv", delimiter=",", skiprows=1)
 
 KEYS = [f"load-key-{i}-{uuid.uuid4().hex[:8]}" for i in range(8)]
+#: The bearer token of ``GET /metrics`` (SCA_METRICS_KEY): the monitor of the noisy phase.
+METRICS_KEY = f"load-metrics-{uuid.uuid4().hex}"
 
 
 class Conn:
@@ -251,6 +254,9 @@ OK = {
     "POST queries, new element (n=10^4)": {200},
     "GET .../events": {200},
     "small job, end to end": {200},
+    "POST /v1/jobs, silent callback": {202},
+    "GET /metrics": {200},
+    "GET /metrics, no metrics key": {403},
 }
 #: Rows printed even when empty (the others only in the phase that sends them).
 OK_ALWAYS = list(OK)[:6]
@@ -354,6 +360,9 @@ def start_service(mode: str, redis_url: str, api_processes: int) -> tuple[list, 
         SCA_API_KEYS=",".join(KEYS),
         # the small-jobs phase follows each job's events: a stream per client
         SCA_MAX_EVENT_STREAMS="16",
+        # the noisy-neighbour phase's silent receiver listens on loopback
+        SCA_WEBHOOK_ALLOW="127.0.0.1",
+        SCA_METRICS_KEY=METRICS_KEY,
         PYTHONPATH=str(ROOT),
         OMP_NUM_THREADS="1",
         OPENBLAS_NUM_THREADS="1",
@@ -463,8 +472,10 @@ def run_phase(
     args, port: int, phase: str, rate: float, duration: float, bigs: dict, smalls: dict
 ) -> int:
     """One phase of ``duration`` seconds, reported; its errors and stuck jobs."""
-    hostile = phase == "hostile"
+    hostile, noisy = phase == "hostile", phase == "noisy neighbour"
     stats, stop, submitted = Stats(OVER_BUDGET if hostile else frozenset()), threading.Event(), []
+    # the noisy neighbour is KEYS[0]; the mix then runs on the other keys
+    keys = KEYS[1:] if noisy else KEYS
     pace = Pace(rate) if rate > 0 else None
     runs = (
         np.load(io.BytesIO(labels_npy(args.big_n, 10, 3, 0))) if phase == "new elements" else None
@@ -474,11 +485,11 @@ def run_phase(
             target=client,
             args=(
                 port,
-                KEYS[i % len(KEYS)],
+                keys[i % len(keys)],
                 stop,
                 stats,
-                bigs[KEYS[i % len(KEYS)]],
-                smalls[KEYS[i % len(KEYS)]],
+                bigs[keys[i % len(keys)]],
+                smalls[keys[i % len(keys)]],
                 submitted,
                 np.random.default_rng(i),
                 pace,
@@ -508,6 +519,60 @@ def run_phase(
         slow = [
             SlowClients(port, kind, args.slow, headers=auth).start() for kind in ("headers", "body")
         ]
+    receiver = None
+    if noisy:
+        receiver = SilentReceiver().start()
+        threads.append(
+            threading.Thread(
+                target=noisy_client,
+                args=(partial(Conn, port, KEYS[0]), stop, stats, receiver, job_status),
+            )
+        )
+        threads.append(
+            threading.Thread(
+                target=scraper, args=(Conn(port, METRICS_KEY), stop, stats, "GET /metrics", 1.0)
+            )
+        )
+        threads += [
+            threading.Thread(
+                target=scraper,
+                args=(
+                    Conn(port, KEYS[0]),
+                    stop,
+                    stats,
+                    "GET /metrics, no metrics key",
+                    args.scrape_rate,
+                ),
+            )
+            for _ in range(args.scrapers)
+        ]
+    receiver = None
+    if noisy:
+        receiver = SilentReceiver().start()
+        threads.append(
+            threading.Thread(
+                target=noisy_client,
+                args=(partial(Conn, port, KEYS[0]), stop, stats, receiver, job_status),
+            )
+        )
+        threads.append(
+            threading.Thread(
+                target=scraper, args=(Conn(port, METRICS_KEY), stop, stats, "GET /metrics", 1.0)
+            )
+        )
+        threads += [
+            threading.Thread(
+                target=scraper,
+                args=(
+                    Conn(port, KEYS[0]),
+                    stop,
+                    stats,
+                    "GET /metrics, no metrics key",
+                    args.scrape_rate,
+                ),
+            )
+            for _ in range(args.scrapers)
+        ]
     start = time.monotonic()
     for thread in threads:
         thread.start()
@@ -518,6 +583,7 @@ def run_phase(
         thread.join(120)
     for clients in slow:
         clients.stop()
+    connected = receiver.stop() if receiver is not None else 0
     outcome = defaultdict(int)
     conns = {key: Conn(port, key) for key in KEYS}
     for key, job in submitted:
@@ -536,7 +602,23 @@ def run_phase(
             f"queries ({json.dumps(LONG_QUERY)}); 'budget' = 503/422 over the query time "
             f"budget, expected"
         )
-    return sum(stats.errors.values()) + outcome.get("stuck", 0)
+    if noisy:
+        print(
+            f"noisy neighbour: {KEYS[0]} kept jobs whose callback never answers "
+            f"({connected} deliveries connected and hung); GET /metrics read once a second "
+            f"with SCA_METRICS_KEY and asked {args.scrape_rate:g} times a second by each of "
+            f"{args.scrapers} clients without it; beside the mix of the other keys"
+        )
+    return sum(stats.errors.values()) + outcome.get("stuck", 0), stats
+
+
+def job_status(conn: Conn, job_id: str) -> str:
+    """A job's status now (``"unknown"`` when the GET fails)."""
+    try:
+        status, body = conn.request("GET", f"/v1/jobs/{job_id}")
+    except (http.client.HTTPException, OSError):
+        return "unknown"
+    return json.loads(body)["status"] if status == 200 else "unknown"
 
 
 def main(argv=None) -> int:
@@ -582,6 +664,22 @@ def main(argv=None) -> int:
         help="clients of long custom-cluster queries in the hostile phase",
     )
     p.add_argument(
+        "--noisy-duration",
+        type=float,
+        default=20,
+        help="seconds of the mix beside one key's hanging webhooks and /metrics scrapers, "
+        "after the hostile phase (0 = none)",
+    )
+    p.add_argument(
+        "--scrapers",
+        type=int,
+        default=16,
+        help="anonymous GET /metrics clients of the noisy phase (no metrics key: 403)",
+    )
+    p.add_argument(
+        "--scrape-rate", type=float, default=5.0, help="requests a second of each scraper"
+    )
+    p.add_argument(
         "--small-duration",
         type=float,
         default=20,
@@ -618,15 +716,20 @@ def main(argv=None) -> int:
             conn = Conn(port, key)
             for _ in range(2 * args.api_processes):
                 conn.request("GET", f"/v1/jobs/{bigs[key]}/elements/0/similar")
-        failures = 0
+        failures, seen = 0, {}
         for phase, rate, duration in (
             ("queries only", 0.0, args.query_duration),
             ("new elements", 0.0, args.new_elements_duration),
             ("mix", args.submit_rate, args.duration),
             ("hostile", 0.0, args.hostile_duration),
+            ("noisy neighbour", args.submit_rate, args.noisy_duration),
         ):
             if duration > 0:
-                failures += run_phase(args, port, phase, rate, duration, bigs, smalls)
+                failed, seen[phase] = run_phase(args, port, phase, rate, duration, bigs, smalls)
+                failures += failed
+        if "mix" in seen and "noisy neighbour" in seen:
+            print("\nthe other keys beside the noisy neighbour, against the mix (quiet):")
+            print("\n".join(compare(seen["mix"], seen["noisy neighbour"], OK_ALWAYS)))
         if args.small_duration > 0:
             failures += run_small(args, port)
         return 0 if not failures else 1
