@@ -22,6 +22,8 @@ import numpy as np
 
 #: The other keys' p99 in this phase may be at most this many times the mix phase's.
 TARGET = 2.0
+#: Requests of an endpoint in each phase for its p99 to be judged.
+P99_SAMPLES = 200
 #: Jobs with a silent callback the noisy key keeps submitted at once ...
 NOISY_ACTIVE = 8
 #: ... sending at most this many a second (as the other keys' mix paces its own).
@@ -98,15 +100,25 @@ def scraper(conn, stop, stats, name: str, rate: float):
 
 
 def compare(quiet, noisy, endpoints) -> list[str]:
-    """Lines setting each endpoint's p99 in the noisy phase beside the quiet one."""
-    lines = [f"{'endpoint (other keys)':34s} {'quiet p99':>10s} {'noisy p99':>10s} {'ratio':>7s}"]
+    """Lines setting each endpoint's p99 in the noisy phase beside the quiet one; a
+    verdict only where both phases have :data:`P99_SAMPLES` requests or more (with
+    fewer, the p99 is the one or two slowest requests)."""
+    lines = [
+        f"{'endpoint (other keys)':34s} {'requests':>9s} {'quiet p99':>10s} {'noisy p99':>10s} "
+        f"{'ratio':>7s}"
+    ]
     for name in endpoints:
         a = np.asarray(quiet.latency.get(name, []), dtype=float) * 1000
         b = np.asarray(noisy.latency.get(name, []), dtype=float) * 1000
-        if a.size < 20 or b.size < 20:
-            continue  # too few requests for a p99
+        if a.size == 0 or b.size == 0:
+            continue
         p_quiet, p_noisy = np.percentile(a, 99), np.percentile(b, 99)
         ratio = p_noisy / p_quiet
-        verdict = "ok" if ratio < TARGET else f"over {TARGET:g}x"
-        lines.append(f"{name:34s} {p_quiet:10.1f} {p_noisy:10.1f} {ratio:6.2f}x {verdict}")
+        if min(a.size, b.size) < P99_SAMPLES:
+            verdict = f"(fewer than {P99_SAMPLES} requests: no verdict)"
+        else:
+            verdict = "ok" if ratio < TARGET else f"over {TARGET:g}x"
+        lines.append(
+            f"{name:34s} {b.size:9d} {p_quiet:10.1f} {p_noisy:10.1f} {ratio:6.2f}x {verdict}"
+        )
     return lines
