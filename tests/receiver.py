@@ -134,8 +134,22 @@ class Trickler:
 
 def fake_dns(monkeypatch, table: dict[str, list[str]]) -> list[str]:
     """Answer ``socket.getaddrinfo`` from ``table`` (name -> addresses; literals as
-    themselves, any other name unknown); the names looked up, in order."""
+    themselves, any other name unknown); the names looked up, in order.
+
+    ``socket.create_connection`` is held to loopback meanwhile: a check that
+    wrongly lets a documentation or metadata address through fails the test
+    instead of sending anything off this machine."""
     looked_up: list[str] = []
+    connect = socket.create_connection
+
+    def loopback_only(address, *args, **kwargs):
+        try:
+            loopback = ipaddress.ip_address(address[0]).is_loopback
+        except ValueError:
+            loopback = False
+        if not loopback:
+            raise AssertionError(f"a test tried to connect to {address[0]}")
+        return connect(address, *args, **kwargs)
 
     def getaddrinfo(host, port, family=0, type=0, proto=0, flags=0):
         looked_up.append(host)
@@ -157,4 +171,5 @@ def fake_dns(monkeypatch, table: dict[str, list[str]]) -> list[str]:
         ]
 
     monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
+    monkeypatch.setattr(socket, "create_connection", loopback_only)
     return looked_up

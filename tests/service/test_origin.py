@@ -13,7 +13,7 @@ from tests.conftest import BASEBALL_S, npy
 from tests.service.conftest import A, problem
 from tests.service.serving import serve
 
-EVIL = "rebind.evil.example"
+EVIL = "rebind.evil.invalid"
 
 
 def _form():
@@ -23,7 +23,7 @@ def _form():
     }
 
 
-@pytest.mark.parametrize("host", [EVIL, f"{EVIL}:8000", "localhost.evil.example", "127.0.0.2"])
+@pytest.mark.parametrize("host", [EVIL, f"{EVIL}:8000", "localhost.evil.invalid", "127.0.0.2"])
 def test_an_open_service_answers_only_for_loopback_names(client, host):
     problem(client.raw.get("/v1/jobs", headers={"Host": host}), 400, "Host")
     problem(client.raw.get("/", headers={"Host": host}), 400, "Host")
@@ -59,10 +59,10 @@ def test_a_rebound_name_is_refused_over_http(app):
 
 
 CROSS_SITE = [
-    {"Origin": "http://evil.example"},
+    {"Origin": "http://evil.invalid"},
     {"Origin": "null"},
     {"Origin": "http://localhost:9999"},
-    {"Sec-Fetch-Site": "cross-site", "Origin": "http://evil.example"},
+    {"Sec-Fetch-Site": "cross-site", "Origin": "http://evil.invalid"},
     {"Sec-Fetch-Site": "same-site", "Origin": "http://sub.localhost"},
 ]
 
