@@ -64,7 +64,7 @@ from collections import defaultdict
 from functools import partial
 
 import numpy as np
-from noisy_neighbours import SilentReceiver, compare, noisy_client, scraper
+from noisy_neighbours import SilentReceiver, compare, noisy_threads
 from shared import ROOT, free_port
 from slow_clients import SlowClients, latencies
 
@@ -522,57 +522,8 @@ def run_phase(
     receiver = None
     if noisy:
         receiver = SilentReceiver().start()
-        threads.append(
-            threading.Thread(
-                target=noisy_client,
-                args=(partial(Conn, port, KEYS[0]), stop, stats, receiver, job_status),
-            )
-        )
-        threads.append(
-            threading.Thread(
-                target=scraper, args=(Conn(port, METRICS_KEY), stop, stats, "GET /metrics", 1.0)
-            )
-        )
-        threads += [
-            threading.Thread(
-                target=scraper,
-                args=(
-                    Conn(port, KEYS[0]),
-                    stop,
-                    stats,
-                    "GET /metrics, no metrics key",
-                    args.scrape_rate,
-                ),
-            )
-            for _ in range(args.scrapers)
-        ]
-    receiver = None
-    if noisy:
-        receiver = SilentReceiver().start()
-        threads.append(
-            threading.Thread(
-                target=noisy_client,
-                args=(partial(Conn, port, KEYS[0]), stop, stats, receiver, job_status),
-            )
-        )
-        threads.append(
-            threading.Thread(
-                target=scraper, args=(Conn(port, METRICS_KEY), stop, stats, "GET /metrics", 1.0)
-            )
-        )
-        threads += [
-            threading.Thread(
-                target=scraper,
-                args=(
-                    Conn(port, KEYS[0]),
-                    stop,
-                    stats,
-                    "GET /metrics, no metrics key",
-                    args.scrape_rate,
-                ),
-            )
-            for _ in range(args.scrapers)
-        ]
+        noisy_key, monitor = partial(Conn, port, KEYS[0]), partial(Conn, port, METRICS_KEY)
+        threads += noisy_threads(noisy_key, monitor, stop, stats, receiver, job_status, args)
     start = time.monotonic()
     for thread in threads:
         thread.start()

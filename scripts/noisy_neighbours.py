@@ -99,6 +99,22 @@ def scraper(conn, stop, stats, name: str, rate: float):
         stop.wait(1 / rate)
 
 
+def noisy_threads(connect, monitor, stop, stats, receiver, job_status, args) -> list:
+    """The threads of the phase: the noisy key's jobs (``connect()`` a connection of
+    that key), the monitor (``monitor()`` one with the metrics key) reading
+    ``/metrics`` once a second, and ``args.scrapers`` clients of the noisy key
+    asking for it ``args.scrape_rate`` times a second each."""
+    scrapers = [(monitor(), "GET /metrics", 1.0)] + [
+        (connect(), "GET /metrics, no metrics key", args.scrape_rate) for _ in range(args.scrapers)
+    ]
+    return [
+        threading.Thread(target=noisy_client, args=(connect, stop, stats, receiver, job_status))
+    ] + [
+        threading.Thread(target=scraper, args=(conn, stop, stats, name, rate))
+        for conn, name, rate in scrapers
+    ]
+
+
 def compare(quiet, noisy, endpoints) -> list[str]:
     """Lines setting each endpoint's p99 in the noisy phase beside the quiet one; a
     verdict only where both phases have :data:`P99_SAMPLES` requests or more (with
