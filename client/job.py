@@ -49,39 +49,8 @@ def wait_for(
     stream=None,
     events: bool | None = None,
 ) -> dict:
-    """Wait until a job leaves queued/running: :meth:`sca_client.Client.wait`.
-
-    Parameters
-    ----------
-    client : sca_client.Client
-        The client whose ``request`` reads the job.
-    job_id : str
-        The job's id.
-    progress : bool, default False
-        Draw a bar by stage on ``stream`` when it is a terminal.
-    timeout : float, optional
-        Seconds to wait at most; None waits as long as the job runs.
-    interval : float, default 0.25
-        Seconds between polls when the service sends no ``Retry-After``.
-    stream : file-like, optional
-        Where the bar is drawn; standard error when None.
-    events : bool, optional
-        Follow the job's Server-Sent Events rather than polling; default: ``progress``.
-
-    Returns
-    -------
-    dict
-        The succeeded job's document, with its ``result``.
-
-    Raises
-    ------
-    JobFailed
-        When the job ended ``failed``.
-    JobCancelled
-        When the job was cancelled.
-    WaitTimeout
-        When ``timeout`` passed first.
-    """
+    """:meth:`sca_client.Client.wait` for ``client``: its parameters, answer and errors
+    are documented there once."""
     bar = StageProgress(stream, enabled=None if progress else False)
     start = time.monotonic()
     deadline = None if timeout is None else start + timeout
