@@ -20,8 +20,10 @@ is a failure, tried again after ``SCA_WEBHOOK_BACKOFF`` seconds, doubling).
 ``SCA_WEBHOOK_ALLOW`` (comma-separated host name patterns such as
 ``hooks.example.com`` or ``*.example.com``, and addresses or networks such as
 ``127.0.0.1`` or ``10.0.0.0/8``): unset, any host with public addresses; set,
-only hosts whose name matches a pattern or whose address is in a listed
-network, and an address outside the listed networks must still be public.
+a host written as a name must match a name pattern (however it resolves:
+listing a network does not admit names that resolve into it) and resolve to
+public addresses or addresses in a listed network; a host written as an
+address must be in a listed network.
 """
 
 from .addresses import Allow, Refused, address_permitted, check_url, resolve, target
