@@ -45,6 +45,24 @@ from .problems import TRANSIENT, store_full
 
 log = logging.getLogger(__name__)
 
+#: Tries of a task while Redis restarts, counted apart from the fair-share
+#: deferrals (Celery's own retry count holds both).
+BLIP_TRIES = 60
+#: The message header that carries that count from one try to the next.
+BLIP_HEADER = "sca_blips"
+
+
+def _after_blip(task, exc: BaseException):
+    """The retry of ``task`` in two seconds, as Redis restarts; ``exc`` itself once
+    :data:`BLIP_TRIES` such retries have been made, however often the task was
+    deferred for its key's share (:mod:`sca_worker.share`)."""
+    blips = int(getattr(task.request, BLIP_HEADER, None) or 0)
+    if blips >= BLIP_TRIES:
+        return exc
+    return task.retry(
+        exc=exc, countdown=2, max_retries=share.MAX_TRIES, headers={BLIP_HEADER: blips + 1}
+    )
+
 
 def _with_room(task, job_id: str, action, what: str):
     """``action()`` of a task, waiting while Redis is full; None once the job has
@@ -66,7 +84,7 @@ def _run_stage(task, job_id: str, stage: str, *args) -> dict:
     try:
         taken = slot.take()
     except TRANSIENT as exc:  # Redis restarting: try again shortly
-        raise task.retry(exc=exc, countdown=2, max_retries=60) from None
+        raise _after_blip(task, exc) from None
     if not taken:  # the job's key has its share of the workers: others go first
         raise task.retry(countdown=slot.countdown, max_retries=share.MAX_TRIES)
     try:
@@ -89,7 +107,7 @@ def _run_taken(task, store, job_id: str, stage: str, *args) -> dict:
     try:
         ok = _with_room(task, job_id, run, stage)
     except TRANSIENT as exc:  # Redis restarting: run the stage again shortly
-        raise task.retry(exc=exc, countdown=2, max_retries=60) from None
+        raise _after_blip(task, exc) from None
     finally:
         if task_id:
             try:
@@ -204,7 +222,7 @@ def start(self, job_id: str) -> dict:
     try:
         steps = _with_room(self, job_id, plan_and_enqueue, "planning")
     except TRANSIENT as exc:
-        raise self.retry(exc=exc, countdown=2, max_retries=60) from None
+        raise _after_blip(self, exc) from None
     finally:
         if held:
             try:
