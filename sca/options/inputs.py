@@ -19,6 +19,8 @@ class InputKind:
     cli_doc: str
     integer: bool = False
     columns: str = "columns"
+    #: How it may be named instead of sent (:mod:`sca.storage`), or None.
+    reference: str | None = None
 
 
 INPUTS = (
@@ -44,6 +46,9 @@ INPUTS = (
         "label runs RUNS.csv|RUNS.npy, one row per element, one column per run",
         integer=True,
         columns="runs",
+        reference='Or named by reference, `{"root": ..., "path": ...}`: an npy stack '
+        "directory, a .npy file or a .zarr store under a storage root of `SCA_DATA_ROOTS` "
+        "(`sca.storage`); read where it is computed, never uploaded.",
     ),
 )
 INPUT_NAMES = tuple(kind.name for kind in INPUTS)
