@@ -19,7 +19,9 @@ to do: those fan out over the workers) runs what is left within ``sca.start``
 instead (:func:`sca_worker.stages.run_steps`, as the embedded default does):
 the same stages, events and timings, one Celery hop instead of four.  Its
 heartbeat is ``sca.start``'s, so a lost worker's small job is taken over as any
-other, from its cached stages; cancelling it revokes ``sca.start``.
+other, from its cached stages; cancelling it revokes ``sca.start``.  A job for
+the Dask cluster (``SCA_DASK_SCHEDULER``, see :mod:`sca_worker.on_dask`) runs
+within ``sca.start`` too, its stages' work on the cluster.
 
 A stage task of a key's job that finds the key holding its share of the
 workers (``SCA_MAX_RUNNING_PER_KEY``) is sent again a moment later (see
@@ -38,7 +40,7 @@ import logging
 from celery import chain, chord, group, signals
 from celery.exceptions import Ignore
 
-from . import share, stages
+from . import on_dask, share, stages
 from .capacity import with_room
 from .celery_app import app, get_store
 from .problems import TRANSIENT, store_full
@@ -182,7 +184,14 @@ def start(self, job_id: str) -> dict:
         steps = stages.plan(store, job_id)
         if steps is None:
             return None
-        if small(steps, self.app.sca_settings):
+        record = store.get_job(job_id)
+        if record is not None and on_dask.wanted(record, steps, self.app.sca_settings):
+            if task_id:  # cancelling the job revokes this task, as for a small job
+                store.add_task(job_id, task_id)
+                held.append(task_id)
+            if not on_dask.run(store, job_id, self.app.sca_settings):
+                return None
+        elif small(steps, self.app.sca_settings):
             log.info(
                 "job %s: %s in %s (%d elements)",
                 job_id,

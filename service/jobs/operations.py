@@ -16,7 +16,7 @@ from flask import current_app
 import sca
 from sca.pipeline import check_ids, custom_dict, resolve_element, similar_dict, with_ids
 from sca.spectral import check_spectrum_options
-from sca_worker import events
+from sca_worker import events, on_dask
 from sca_worker import inputs as worker_inputs
 from sca_worker.cleanup import forget, release, track
 from sca_worker.jobs import (
@@ -77,6 +77,8 @@ def submit(job: JobInput, job_id: str | None = None) -> dict:
     )
     if job.callback:
         record["callback"] = job.callback
+    if worker_inputs.REFERENCE in job.arrays:  # named, not sent (run on Dask when configured)
+        record["reference"] = True
     charged = charge_storage(b.store, job.kind, job.arrays)
     record.update(charged)
     try:
@@ -251,9 +253,15 @@ def job_state(record: dict) -> dict:
     data's fitted scale, a neighbour index or S's largest diagonal entry."""
 
     def load():
-        result = backend().store.load_json(artifact_keys(record)["result"])
+        store = backend().store
+        result = store.load_json(artifact_keys(record)["result"])
+        labels = result["labels"]
+        if record.get("reference"):  # a job run on Dask wrote its labels beside its input
+            state = store.load_arrays(artifact_keys(record)["P"])
+            if on_dask.is_stored(state):
+                labels = on_dask.stored_labels(state)
         return {
-            "labels": np.asarray(result["labels"], dtype=np.int64),
+            "labels": np.asarray(labels, dtype=np.int64),
             "k": int(result["k"]),
             "typical": np.asarray(result["cluster_confidence"], dtype=float),
         }
