@@ -201,13 +201,19 @@ class _Inactive(Exception):
     """The job was cancelled or failed elsewhere while it ran."""
 
 
-def run(store: Store, job_id: str, settings: Mapping) -> bool:
-    """Every stage of a job on the Dask cluster; False when the job went no further."""
+def run(store: Store, job_id: str, settings: Mapping) -> bool | None:
+    """Every stage of a job on the Dask cluster; False when the job went no further,
+    None when its labels have no Dask form (uploaded runs that leave elements out:
+    the caller runs it as any other job)."""
     from dask.distributed import Client
 
     record = store.get_job(job_id)
     if record is None or record["status"] not in ACTIVE:
         return False
+    if not record.get("reference"):
+        uploaded = store.load_arrays(artifact_keys(record)["input"])["labels"]
+        if uploaded.min() < 0:
+            return None
     address, timeout = settings["SCA_DASK_SCHEDULER"], settings["SCA_DASK_TIMEOUT"]
     stages = _Stages(store, job_id)
     try:

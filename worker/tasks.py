@@ -173,25 +173,36 @@ def small(steps: dict, settings) -> bool:
     )
 
 
+def _on_dask(store, job_id: str, steps: dict, task_id, held: list, settings) -> bool | None:
+    """The job run on the Dask cluster (:mod:`sca_worker.on_dask`) when it goes there:
+    True when it succeeded, False when it went no further, None when it does not go
+    there (the caller runs it as any other job)."""
+    record = store.get_job(job_id)
+    if record is None or not on_dask.wanted(record, steps, settings):
+        return None
+    if task_id:  # cancelling the job revokes this task, as for a small job
+        store.add_task(job_id, task_id)
+        held.append(task_id)
+    return on_dask.run(store, job_id, settings)
+
+
 @app.task(name="sca.start", bind=True, ignore_result=True)
 def start(self, job_id: str) -> dict:
     """Plan a job against the cache and enqueue the stages it still needs, or run
     them here when the job is small."""
     store, task_id = get_store(self.app), self.request.id
-    held = []  # this task's id, once it runs the job's stages (cancelling revokes it)
+    held: list[str] = []  # this task's id, once it runs the job's stages (cancelling revokes it)
 
     def plan_and_enqueue():  # planned afresh (new task ids) each time Redis refuses it
         steps = stages.plan(store, job_id)
         if steps is None:
             return None
-        record = store.get_job(job_id)
-        if record is not None and on_dask.wanted(record, steps, self.app.sca_settings):
-            if task_id:  # cancelling the job revokes this task, as for a small job
-                store.add_task(job_id, task_id)
-                held.append(task_id)
-            if not on_dask.run(store, job_id, self.app.sca_settings):
-                return None
-        elif small(steps, self.app.sca_settings):
+        ran = _on_dask(store, job_id, steps, task_id, held, self.app.sca_settings)
+        if ran is False:
+            return None
+        if ran:
+            return steps
+        if small(steps, self.app.sca_settings):
             log.info(
                 "job %s: %s in %s (%d elements)",
                 job_id,

@@ -28,8 +28,8 @@ from tests.integration.faults import Api, Worker, worker_env
 pytestmark = pytest.mark.slow
 
 N, RUNS = 3000, 20
-#: Fewer elements than the job, so that the job goes to Dask only by reference.
-THRESHOLD = 10**9
+#: Uploaded labels of at least this many elements go to the Dask cluster too.
+THRESHOLD = 2000
 
 
 def planted(n: int, seed: int) -> np.ndarray:
@@ -126,10 +126,9 @@ class Stack:
         self.api = Api(redis_url, self.prefix, SCA_DATA_ROOTS=roots)
         self.store = Store.from_url(redis_url, ttl=600, prefix=self.prefix)
 
-    def submit(self, path: str) -> str:
-        response = self.api.request(
-            "post", "/v1/jobs", json={"labels": {"root": "cohorts", "path": path}}
-        )
+    def submit(self, path: str | None = None, labels=None) -> str:
+        given = labels.tolist() if path is None else {"root": "cohorts", "path": path}
+        response = self.api.request("post", "/v1/jobs", json={"labels": given})
         assert response.status_code == 202, response.text
         return response.json()["id"]
 
@@ -217,6 +216,25 @@ def _events(stack: Stack, job_id: str) -> list:
     import json
 
     return [(i, name, json.loads(data)) for i, name, data in events.read(stack.store, job_id)]
+
+
+def test_uploaded_labels_go_to_the_cluster_from_the_threshold(stack, data):
+    _, labels = data
+    small = labels[:1500]
+    left_out = labels.copy()
+    left_out[::7, 0] = -1  # runs that leave elements out have no Dask form
+    jobs = {
+        "large": stack.submit(labels=labels),
+        "small": stack.submit(labels=small),
+        "left_out": stack.submit(labels=left_out),
+    }
+    found = {name: stack.api.wait(job_id, timeout=180) for name, job_id in jobs.items()}
+    assert all(job["status"] == "succeeded" for job in found.values()), found
+    assert found["large"]["result"]["clusters"] == sca.cluster(labels=labels)["clusters"]
+    assert found["small"]["result"]["clusters"] == sca.cluster(labels=small)["clusters"]
+    log = stack.worker.log.read_text()
+    on_dask = {name for name, job_id in jobs.items() if f"job {job_id}: on the Dask" in log}
+    assert on_dask == {"large"}
 
 
 def test_cancelling_a_job_stops_its_work_on_the_cluster(stack):
