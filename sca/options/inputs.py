@@ -43,7 +43,8 @@ INPUTS = (
         "labels",
         "labels",
         "Ensemble label runs, rows = elements, one column per run (negative = left out).",
-        "label runs RUNS.csv|RUNS.npy, one row per element, one column per run",
+        "label runs RUNS.csv|RUNS.npy (memory-mapped), or a directory holding an npy stack "
+        "or a .zarr store (read as a Dask array), one row per element, one column per run",
         integer=True,
         columns="runs",
         reference='Or named by reference, `{"root": ..., "path": ...}`: an npy stack '
