@@ -100,11 +100,20 @@ def resolve(roots: Mapping[str, str], root, path, field: str = "labels") -> str:
         return location
     real_base = os.path.realpath(base)
     location = os.path.realpath(os.path.join(real_base, *parts))
-    if location != real_base and not location.startswith(real_base.rstrip(os.sep) + os.sep):
+    if not _inside(location, real_base):
         raise SCAError(f"{where}: {path!r} leads out of root {root!r}", where)
     if not os.path.exists(location):
         raise SCAError(f"{where}: nothing at {path!r} in root {root!r}", where)
+    if os.path.isdir(location):  # a stack's or a store's files may be links too
+        for top, dirs, names in os.walk(location):
+            for name in (*dirs, *names):
+                if not _inside(os.path.realpath(os.path.join(top, name)), real_base):
+                    raise SCAError(f"{where}: {path!r} links out of root {root!r}", where)
     return location
+
+
+def _inside(location: str, base: str) -> bool:
+    return location == base or location.startswith(base.rstrip(os.sep) + os.sep)
 
 
 def _fsspec():

@@ -32,6 +32,9 @@ def root(tmp_path, labels):
     (tmp_path / "outside.npy").write_bytes((base / "labels.npy").read_bytes())
     os.symlink(tmp_path / "outside.npy", base / "escape.npy")
     os.symlink(base / "labels.npy", base / "inside.npy")
+    leaky = base / "leaky"
+    leaky.mkdir()
+    os.symlink(tmp_path / "outside.npy", leaky / "0.npy")
     return base
 
 
@@ -54,6 +57,7 @@ def test_roots_are_name_equals_location(tmp_path):
         ("c", "../outside.npy", "labels.path"),
         ("c", "stack/../../outside.npy", "labels.path"),
         ("c", "escape.npy", "labels.path"),
+        ("c", "leaky", "labels.path"),
         ("c", "missing.npy", "labels.path"),
         ("c", "", "labels.path"),
         ("c", "file:///etc/passwd", "labels.path"),

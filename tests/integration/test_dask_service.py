@@ -269,5 +269,10 @@ def test_a_job_whose_scheduler_dies_fails_with_a_reason(tmp_path, redis_url, dat
         assert error["type"].endswith("/dask-unavailable"), error
         assert lost.cluster.address in error["detail"]
         assert error["stage"] in ("spectral", "iteration")
+        # With the scheduler gone, the next job fails at once, saying so.
+        unreachable = lost.api.wait(lost.submit("labels.npy"), timeout=60)
+        assert unreachable["status"] == "failed"
+        assert unreachable["error"]["type"].endswith("/dask-unavailable")
+        assert "could not be reached" in unreachable["error"]["detail"]
     finally:
         lost.close()
