@@ -169,9 +169,10 @@ def resolve(settings: Mapping) -> dict:
         if resolved[name] < least:
             raise ValueError(f"{name} ({resolved[name]}) must be {least} or more")
     roots = parse_roots(resolved["SCA_DATA_ROOTS"])
-    if resolved["SCA_RESULTS_ROOT"] and resolved["SCA_RESULTS_ROOT"] not in roots:
+    results = resolved["SCA_RESULTS_ROOT"]
+    if results and (results not in roots or "://" in roots[results]):
         raise ValueError(
-            f"SCA_RESULTS_ROOT ({resolved['SCA_RESULTS_ROOT']}) names no SCA_DATA_ROOTS root"
+            f"SCA_RESULTS_ROOT ({results}) must name a directory root of SCA_DATA_ROOTS"
         )
     return resolved
 

@@ -116,6 +116,12 @@ def results_location(settings: Mapping, reference: Mapping, record: Mapping) -> 
     name = settings.get("SCA_RESULTS_ROOT")
     if name:
         base = storage.parse_roots(settings["SCA_DATA_ROOTS"])[name]
+    elif "://" in reference["location"]:
+        raise sca.SCAError(
+            "labels at an object-storage URL need SCA_RESULTS_ROOT, a directory root that "
+            "the Dask workers share, for the job's labels",
+            "labels.root",
+        )
     else:
         base = os.path.join(os.path.dirname(reference["location"].rstrip("/")), "sca-results")
     return os.path.join(base, artifact_keys(record)["result"].rsplit(":", 1)[-1])
@@ -124,7 +130,7 @@ def results_location(settings: Mapping, reference: Mapping, record: Mapping) -> 
 def stored_state(P, reference: Mapping, location: str) -> dict:
     """The stored P of a referenced job: the input's location and the written
     balancing vector (P = D S D), not the label matrix."""
-    storage.write_labels(np.asarray(P.scale), os.path.join(location, "scale"))
+    storage.write_labels(P.scale, os.path.join(location, "scale"))
     return {
         "kind": np.array(STORED),
         "input": np.array(reference["location"]),
