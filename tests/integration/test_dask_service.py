@@ -22,6 +22,7 @@ import sca
 from sca.planted import planted_runs, planted_truth
 from sca_worker import events
 from sca_worker.store import Store
+from sca_worker.store.keys import artifact_keys
 from tests.conftest import ROOT, free_port, stop_process
 from tests.integration.faults import Api, Worker, worker_env
 
@@ -189,6 +190,13 @@ def test_a_job_named_by_reference_runs_on_the_cluster(stack, data):
     ]
     for stage in ("balancing", "spectral", "iteration"):
         assert (stage, "started") in seen and (stage, "finished") in seen, seen
+
+    # Redis holds the reference and the names of the written files, not the labels.
+    record = stack.store.get_job(job_id)
+    keys = artifact_keys(record)
+    assert set(stack.store.load_arrays(keys["input"])) == {"reference"}
+    P = stack.store.load_arrays(keys["P"])
+    assert set(P) == {"kind", "input", "scale", "labels"} and str(P["kind"]) == "stored"
 
     # The labels were written beside the input, as an npy stack.
     written = list((root / "sca-results").glob("*/labels"))
