@@ -224,20 +224,19 @@ def run(store: Store, job_id: str, settings: Mapping) -> bool | None:
     stages = _Stages(store, job_id)
     try:
         client = Client(address, timeout=timeout, set_as_default=True)
-    except (OSError, TimeoutError) as exc:
+    except Exception as exc:  # unreachable, or no scheduler's address at all
         log.warning("job %s: no Dask scheduler at %s: %s", job_id, address, exc)
         _fail(store, job_id, unavailable(address, f"could not be reached ({exc})", None))
         return False
     watcher = Watcher(store, job_id, client, timeout)
     watcher.start()
     try:
-        with client:
-            log.info(
-                "job %s: on the Dask cluster at %s (%d elements)", job_id, address, record["n"]
-            )
-            _walk(store, record, settings, stages)
+        log.info("job %s: on the Dask cluster at %s (%d elements)", job_id, address, record["n"])
+        _walk(store, record, settings, stages)
     except Exception as exc:
+        connected = client.status == "running"  # before the client is closed here
         watcher.stop()
+        client.close(timeout=timeout)
         if isinstance(exc, TRANSIENT) or store_full(exc):
             raise
         stage = stages.current
@@ -245,23 +244,29 @@ def run(store: Store, job_id: str, settings: Mapping) -> bool | None:
         if watcher.inactive or isinstance(exc, _Inactive):
             release(store, store.get_job(job_id) or record)
             return False
-        if watcher.lost or _is_comm(exc):
-            reason = (str(exc).splitlines() or [""])[0]
+        reason = (str(exc).splitlines() or [""])[0]
+        if watcher.lost or _is_comm(exc) or not connected:
             detail = watcher.lost or f"went away ({type(exc).__name__}: {reason})"
             _fail(store, job_id, unavailable(address, detail, stage))
+        elif isinstance(exc, OSError):  # a block of the labels unreadable where it was read
+            unreadable = sca.SCAError(
+                f"labels.path: cannot read the labels: {reason}", "labels.path"
+            )
+            _fail(store, job_id, problem_for(unreadable, stage))
         else:
             if not isinstance(exc, sca.SCAError):
                 log.exception("job %s: on Dask, stage %s failed", job_id, stage)
             _fail(store, job_id, problem_for(exc, stage))
         return False
     watcher.stop()
+    client.close(timeout=timeout)
     return _succeed(store, job_id, stages)
 
 
 def _is_comm(exc: BaseException) -> bool:
     from distributed.comm.core import CommClosedError
 
-    return isinstance(exc, (CommClosedError, OSError, TimeoutError)) or (
+    return isinstance(exc, (CommClosedError, TimeoutError)) or (
         type(exc).__name__ in ("CancelledError", "FutureCancelledError")
     )
 
