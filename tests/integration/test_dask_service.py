@@ -265,6 +265,24 @@ def test_cancelling_a_job_stops_its_work_on_the_cluster(stack):
     assert again["status"] == "succeeded" and again["result"]["k"] == 3
 
 
+def test_a_block_gone_before_it_is_read_fails_the_job_naming_the_path(stack, data):
+    root, labels = data
+    shutil.copytree(root / "stack", root / "doomed")
+    # The one Celery process is busy with a long job, so the next one waits in the queue.
+    busy = stack.api.request(
+        "post",
+        "/v1/jobs",
+        json={"labels": {"root": "cohorts", "path": "big"}, "options": {"seed": 7}},
+    ).json()["id"]
+    stack.wait_for_stage(busy, "balancing")
+    doomed = stack.submit("doomed")
+    (root / "doomed" / "1.npy").unlink()
+    job = stack.api.wait(doomed, timeout=240)
+    assert job["status"] == "failed", job
+    assert job["error"]["status"] == 422 and "labels.path" in job["error"]["errors"], job
+    assert stack.api.wait(busy, timeout=240)["status"] == "succeeded"
+
+
 def test_a_job_whose_scheduler_dies_fails_with_a_reason(tmp_path, redis_url, data):
     lost = Stack(tmp_path, redis_url, data[0])
     try:
