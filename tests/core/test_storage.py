@@ -134,3 +134,25 @@ def test_the_operator_of_a_referenced_matrix_is_the_in_memory_one(root, labels):
     x = np.random.default_rng(0).random(labels.shape[0])
     expected = sca.membership_operator(labels)
     assert np.allclose(S.matmat(x), expected.matmat(x))
+
+
+def test_a_url_root_goes_through_fsspec():
+    """An object-storage root (here fsspec's in-memory filesystem): the same checks,
+    existence asked of the filesystem, and only .zarr stores read there."""
+    fsspec = pytest.importorskip("fsspec")
+    fs = fsspec.filesystem("memory")
+    fs.pipe("/sca-test-bucket/cohort/labels.zarr/.zarray", b"{}")
+    fs.pipe("/sca-test-bucket/cohort/labels.npy", b"x")
+    roots = storage.parse_roots("mem=memory://sca-test-bucket/cohort")
+    location = storage.resolve(roots, "mem", "labels.zarr")
+    assert location == "memory://sca-test-bucket/cohort/labels.zarr"
+    for path in ("missing.zarr", "../cohort/labels.zarr", "/labels.zarr"):
+        with pytest.raises(SCAError) as caught:
+            storage.resolve(roots, "mem", path)
+        assert caught.value.field == "labels.path"
+    with pytest.raises(SCAError, match="only .zarr"):
+        storage.open_labels(storage.resolve(roots, "mem", "labels.npy"))
+    first = storage.fingerprint(location)
+    fs.pipe("/sca-test-bucket/cohort/labels.zarr/0.0", b"block")
+    assert storage.fingerprint(location) != first
+    fs.rm("/sca-test-bucket", recursive=True)
