@@ -171,3 +171,25 @@ def build_operator(
         X = (fitted or scaling(X, source)).transform(X)
         return sca.snn_operator(X, int(snn["kappa"]), snn.get("metric", "euclidean"))
     raise ValueError(f"no direct operator for a {kind} input with an ensemble")
+
+
+#: The ``kind`` of a stored P that names files instead of holding arrays: that of a
+#: referenced job run on Dask (:func:`sca_worker.on_dask.stored_state`).
+STORED = "stored"
+
+
+def is_stored(state: Mapping) -> bool:
+    """Whether a stored P names files (:data:`STORED`) rather than holding arrays."""
+    return str(state["kind"]) == STORED
+
+
+def stored_operator(state: Mapping):
+    """P back from a :data:`STORED` state: the input's labels memory-mapped (or read)
+    and scaled by the written balancing vector (P = D S D)."""
+    S = sca.membership_operator(storage.load_labels(str(state["input"])))
+    return S.scaled(storage.load_stack(str(state["scale"])))
+
+
+def stored_labels(state: Mapping) -> np.ndarray:
+    """The clustering's labels of a :data:`STORED` job, read from where they were written."""
+    return storage.load_stack(str(state["labels"]))

@@ -18,7 +18,7 @@ A referenced job's labels and balancing vector are written as npy stacks
 ``<results>`` is the root ``SCA_RESULTS_ROOT`` names or, unset, a directory
 ``sca-results`` beside the input; the stored P then names those files and
 the input (:func:`stored_state`) instead of holding the label matrix, and the
-queries read them from there (:func:`stored_operator`).
+queries read them from there (:func:`sca_worker.inputs.stored_operator`).
 
 A watcher thread follows the job while the cluster computes: a job cancelled
 meanwhile closes the client, which releases the cluster's work for it at once;
@@ -39,7 +39,7 @@ import numpy as np
 import sca
 from sca import storage
 
-from . import events, inputs, metrics
+from . import events, inputs, metrics, stages
 from .cleanup import release
 from .jobs import ACTIVE, jsonable, now
 from .problems import TRANSIENT, problem, problem_for, store_full
@@ -48,8 +48,6 @@ from .store.keys import artifact_keys
 
 log = logging.getLogger(__name__)
 
-#: The ``kind`` of a stored P that names files instead of holding arrays.
-STORED = "stored"
 #: Rows per block of uploaded labels sent to the cluster.
 BLOCK_ROWS = 1 << 18
 #: Seconds between two looks of the watcher at the job and the client.
@@ -132,26 +130,11 @@ def stored_state(P, reference: Mapping, location: str) -> dict:
     balancing vector (P = D S D), not the label matrix."""
     storage.write_labels(P.scale, os.path.join(location, "scale"))
     return {
-        "kind": np.array(STORED),
+        "kind": np.array(inputs.STORED),
         "input": np.array(reference["location"]),
         "scale": np.array(os.path.join(location, "scale")),
         "labels": np.array(os.path.join(location, "labels")),
     }
-
-
-def is_stored(state: Mapping) -> bool:
-    return str(state["kind"]) == STORED
-
-
-def stored_operator(state: Mapping):
-    """P back from :func:`stored_state`: the labels memory-mapped (or read), scaled."""
-    S = sca.membership_operator(storage.load_labels(str(state["input"])))
-    return S.scaled(storage.load_stack(str(state["scale"])))
-
-
-def stored_labels(state: Mapping) -> np.ndarray:
-    """The clustering's labels of a referenced job, read from where they were written."""
-    return storage.load_stack(str(state["labels"]))
 
 
 def _labels(arrays: Mapping):
@@ -221,46 +204,46 @@ def run(store: Store, job_id: str, settings: Mapping) -> bool | None:
         if uploaded.min() < 0:
             return None
     address, timeout = settings["SCA_DASK_SCHEDULER"], settings["SCA_DASK_TIMEOUT"]
-    stages = _Stages(store, job_id)
+    progress = _Stages(store, job_id)
     try:
         client = Client(address, timeout=timeout, set_as_default=True)
     except Exception as exc:  # unreachable, or no scheduler's address at all
         log.warning("job %s: no Dask scheduler at %s: %s", job_id, address, exc)
-        _fail(store, job_id, unavailable(address, f"could not be reached ({exc})", None))
+        stages.fail(store, job_id, unavailable(address, f"could not be reached ({exc})", None))
         return False
     watcher = Watcher(store, job_id, client, timeout)
     watcher.start()
     try:
         log.info("job %s: on the Dask cluster at %s (%d elements)", job_id, address, record["n"])
-        _walk(store, record, settings, stages)
+        _walk(store, record, settings, progress)
     except Exception as exc:
         connected = client.status == "running"  # before the client is closed here
         watcher.stop()
         client.close(timeout=timeout)
         if isinstance(exc, TRANSIENT) or store_full(exc):
             raise
-        stage = stages.current
-        stages.current = None
+        stage = progress.current
+        progress.current = None
         if watcher.inactive or isinstance(exc, _Inactive):
             release(store, store.get_job(job_id) or record)
             return False
         reason = (str(exc).splitlines() or [""])[0]
         if watcher.lost or _is_comm(exc) or not connected:
             detail = watcher.lost or f"went away ({type(exc).__name__}: {reason})"
-            _fail(store, job_id, unavailable(address, detail, stage))
+            stages.fail(store, job_id, unavailable(address, detail, stage))
         elif isinstance(exc, OSError):  # a block of the labels unreadable where it was read
             unreadable = sca.SCAError(
                 f"labels.path: cannot read the labels: {reason}", "labels.path"
             )
-            _fail(store, job_id, problem_for(unreadable, stage))
+            stages.fail(store, job_id, problem_for(unreadable, stage))
         else:
             if not isinstance(exc, sca.SCAError):
                 log.exception("job %s: on Dask, stage %s failed", job_id, stage)
-            _fail(store, job_id, problem_for(exc, stage))
+            stages.fail(store, job_id, problem_for(exc, stage))
         return False
     watcher.stop()
     client.close(timeout=timeout)
-    return _succeed(store, job_id, stages)
+    return _succeed(store, job_id, progress)
 
 
 def _is_comm(exc: BaseException) -> bool:
@@ -271,12 +254,12 @@ def _is_comm(exc: BaseException) -> bool:
     )
 
 
-def _walk(store: Store, record: dict, settings: Mapping, stages: _Stages) -> None:
+def _walk(store: Store, record: dict, settings: Mapping, progress: _Stages) -> None:
     keys = artifact_keys(record)
     arrays = store.load_arrays(keys["input"])
     S = sca.membership_operator(_labels(arrays))
     done = sca.pipeline.walk(
-        {"S": S, "source": None, "scaled": None}, record["options"], progress=stages
+        {"S": S, "source": None, "scaled": None}, record["options"], progress=progress
     )
     reference = inputs.reference(arrays)
     if reference is not None:
@@ -291,15 +274,8 @@ def _walk(store: Store, record: dict, settings: Mapping, stages: _Stages) -> Non
         store.save_json(keys[name], jsonable(done[name]))
 
 
-def _fail(store: Store, job_id: str, error: dict) -> None:
-    if store.update_job(
-        job_id, {"status": "failed", "error": error, "updated": now()}, expect=ACTIVE
-    ):
-        events.finished(store, job_id, "failed")
-
-
-def _succeed(store: Store, job_id: str, stages: _Stages) -> bool:
-    current = stages.finish()
+def _succeed(store: Store, job_id: str, progress: _Stages) -> bool:
+    current = progress.finish()
     done = store.update_and_get(job_id, {"status": "succeeded", "updated": now()}, expect=ACTIVE)
     if done is None:  # cancelled or failed meanwhile: drop what it wrote
         release(store, current or store.get_job(job_id) or {"id": job_id})

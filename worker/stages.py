@@ -28,7 +28,7 @@ import sklearn.decomposition  # noqa: F401
 import sca
 from sca.inputs import Scaling
 
-from . import events, inputs, metrics, on_dask
+from . import events, inputs, metrics
 from .cleanup import release
 from .jobs import ACTIVE, jsonable, now
 from .problems import TRANSIENT, problem_for, store_full
@@ -223,8 +223,8 @@ def load_kept(store: Store, record: dict, name: str):
     key = artifact_keys(record)[name]
     if name in OPERATORS:
         state = store.load_arrays(key)
-        if on_dask.is_stored(state):  # a job on Dask: P names its files (labels, D)
-            return on_dask.stored_operator(state)
+        if inputs.is_stored(state):  # a job on Dask: P names its files (labels, D)
+            return inputs.stored_operator(state)
         return sca.operator_from_state(state)
     return store.load_json(key)
 

@@ -16,7 +16,7 @@ from flask import current_app
 import sca
 from sca.pipeline import check_ids, custom_dict, resolve_element, similar_dict, with_ids
 from sca.spectral import check_spectrum_options
-from sca_worker import events, on_dask
+from sca_worker import events
 from sca_worker import inputs as worker_inputs
 from sca_worker.cleanup import forget, release, track
 from sca_worker.jobs import (
@@ -258,8 +258,8 @@ def job_state(record: dict) -> dict:
         labels = result["labels"]
         if record.get("reference"):  # a job run on Dask wrote its labels beside its input
             state = store.load_arrays(artifact_keys(record)["P"])
-            if on_dask.is_stored(state):
-                labels = on_dask.stored_labels(state)
+            if worker_inputs.is_stored(state):
+                labels = worker_inputs.stored_labels(state)
         return {
             "labels": np.asarray(labels, dtype=np.int64),
             "k": int(result["k"]),
