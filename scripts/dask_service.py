@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -201,6 +202,7 @@ def main() -> None:
             process.terminate()
         for process in processes:
             process.wait(30)
+        shutil.rmtree(data, ignore_errors=True)
     median = {
         name: round(statistics.median(r[name] for r in rounds), 2)
         for name in ("service_wall", "service_cpu", "memory_wall", "memory_cpu")
