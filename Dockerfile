@@ -1,9 +1,10 @@
-# The image of docker-compose.yml's api and worker services: the package with
-# the `server` extra.  The build context is this folder minus .dockerignore.
+# The image of docker-compose.yml's services (api, worker, and the Dask scheduler
+# and workers of the profile "dask"): the package with the `server` and `dask`
+# extras.  The build context is this folder minus .dockerignore.
 FROM python:3.11-slim
 WORKDIR /app
 COPY . /app
-RUN pip install --no-cache-dir '.[server]'
+RUN pip install --no-cache-dir '.[server,dask]'
 # The compiled kernels (numba, cached beside the package) are compiled here,
 # once, not by each container's first job (`python -m sca warm`, which imports
 # the package of the working directory): for the copy in /app

@@ -174,8 +174,10 @@ class Client(ElementQueries):
             A consensus or similarity matrix.
         data : array_like of shape (n, m), optional
             Raw data, one row per element.
-        labels : array_like of int, shape (n, r), optional
-            Label runs, one column per clustering.
+        labels : array_like of int, shape (n, r), or dict, optional
+            Label runs, one column per clustering; or ``{"root": ..., "path":
+            ...}``, label runs named by reference under a storage root of the
+            service (``SCA_DATA_ROOTS``), sent as JSON even with ``upload``.
         ensemble : list of dict, optional
             With ``data``: the ensemble, ``[{"algorithm", "k", "runs"}, ...]``.
         snn : int or dict, optional
@@ -222,7 +224,7 @@ class Client(ElementQueries):
         matrix = inputs[kind]
         extra = {"ensemble": ensemble, "snn": snn, "ids": listify(ids), "options": options}
         extra = {k: v for k, v in extra.items() if v is not None}
-        if upload:
+        if upload and not isinstance(matrix, dict):  # a reference is never uploaded
             import numpy as np  # only for an upload: `sca submit --help` stays light
 
             buffer = io.BytesIO()

@@ -29,6 +29,7 @@ from __future__ import annotations
 import argparse
 import gc
 import json
+import os
 import re
 import sys
 from typing import Any
@@ -267,6 +268,7 @@ def build_parser(argv=None) -> argparse.ArgumentParser:
 
 def read_inputs(args) -> tuple[dict, list | None]:
     from .io import read_ids, read_matrix_file  # numpy and scipy: not for parsing or --help
+    from .storage import open_labels
 
     inputs, header = {}, None
     if args.data:
@@ -277,7 +279,9 @@ def read_inputs(args) -> tuple[dict, list | None]:
         raise SCAError("--ensemble and --snn need --data", "data")
     if args.consensus:
         inputs["consensus"], header = read_matrix_file(args.consensus, "consensus")
-    if args.labels:
+    if args.labels and os.path.isdir(args.labels):  # an npy stack or a .zarr store
+        inputs["labels"] = open_labels(args.labels)
+    elif args.labels:
         inputs["labels"], _ = read_matrix_file(args.labels, "labels")
     ids = read_ids(args.ids) if args.ids else header
     return inputs, ids

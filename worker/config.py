@@ -14,6 +14,8 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
+from sca.storage import parse_roots
+
 DEFAULTS: dict[str, Any] = {
     "REDIS_URL": None,
     # Jobs, results and artifacts expire this many seconds after their last use.
@@ -66,6 +68,17 @@ DEFAULTS: dict[str, Any] = {
     # Stage tasks of one API key's jobs running at once across every worker
     # (sca_worker.share); more wait, so other keys get the processes.  0: no cap.
     "SCA_MAX_RUNNING_PER_KEY": 0,
+    # Storage roots a job may name its labels under (name=directory or URL,
+    # comma-separated; sca.storage), and where the labels of a job run on Dask
+    # are written (a root's name; unset: beside the input, in its own root).
+    "SCA_DATA_ROOTS": None,
+    "SCA_RESULTS_ROOT": None,
+    # A Dask scheduler (tcp://host:8786): jobs named by reference, and jobs of at
+    # least SCA_DASK_MIN_ELEMENTS elements, run on its cluster (sca_worker.distributed);
+    # seconds to reach it, and to wait for it when it goes away, before the job fails.
+    "SCA_DASK_SCHEDULER": None,
+    "SCA_DASK_MIN_ELEMENTS": 1_000_000,
+    "SCA_DASK_TIMEOUT": 10.0,
 }
 
 #: Spellings of a flag's two values (any case).
@@ -142,7 +155,7 @@ def resolve(settings: Mapping) -> dict:
             f"SCA_HEARTBEAT_TIMEOUT ({timeout}) must be at least twice "
             f"SCA_HEARTBEAT_INTERVAL ({interval})"
         )
-    for name in ("SCA_WEBHOOK_TIMEOUT", "SCA_WEBHOOK_BACKOFF"):
+    for name in ("SCA_WEBHOOK_TIMEOUT", "SCA_WEBHOOK_BACKOFF", "SCA_DASK_TIMEOUT"):
         if not resolved[name] > 0:
             raise ValueError(f"{name} ({resolved[name]}) must be positive")
     for name, least in (
@@ -151,9 +164,16 @@ def resolve(settings: Mapping) -> dict:
         ("SCA_WEBHOOK_CONCURRENCY", 0),
         ("SCA_WEBHOOK_PER_SENDER", 1),
         ("SCA_MAX_RUNNING_PER_KEY", 0),
+        ("SCA_DASK_MIN_ELEMENTS", 0),
     ):
         if resolved[name] < least:
             raise ValueError(f"{name} ({resolved[name]}) must be {least} or more")
+    roots = parse_roots(resolved["SCA_DATA_ROOTS"])
+    results = resolved["SCA_RESULTS_ROOT"]
+    if results and (results not in roots or "://" in roots[results]):
+        raise ValueError(
+            f"SCA_RESULTS_ROOT ({results}) must name a directory root of SCA_DATA_ROOTS"
+        )
     return resolved
 
 

@@ -9,7 +9,9 @@ Input arrays by kind:
 
 * ``consensus``: ``{"S"}`` dense, or ``{"n", "rows", "cols", "values"}`` sparse
   (:func:`sparse_arrays`);
-* ``labels``: ``{"labels"}``, ``n x r`` (elements x runs);
+* ``labels``: ``{"labels"}``, ``n x r`` (elements x runs), or ``{"reference"}``
+  when they were named by reference (:func:`reference_arrays`): the JSON of
+  the root, the path, the location they resolved to and its fingerprint;
 * ``data``: ``{"X"}``, ``n x m`` (elements x features), as given, with
   ``source`` holding ``ensemble`` (spec, the default one when the request
   gave none) and ``ensemble_seed``, or ``snn`` (kappa, metric), and ``scale``:
@@ -18,12 +20,14 @@ Input arrays by kind:
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 
 import numpy as np
 import scipy.sparse as sp
 
 import sca
+from sca import storage
 from sca.ensemble import check_ensemble_data, needs_nonnegative
 from sca.inputs import SIMILARITIES, Scaling, check_snn, fit_scaling
 from sca.options import INPUT_KINDS
@@ -66,11 +70,66 @@ def sparse_consensus(arrays: Mapping[str, np.ndarray]) -> sp.csr_array:
     return sp.coo_array((values.astype(float), (rows, cols)), shape=(n, n)).tocsr()
 
 
+#: The array of a stored input that holds a reference instead of the input itself.
+REFERENCE = "reference"
+
+
+def reference_arrays(roots: Mapping[str, str], root, path, kind: str = "labels") -> dict:
+    """The stored input of a ``kind`` input named by reference (``root``, ``path``):
+    where it resolved to and its fingerprint (:mod:`sca.storage`), so that the
+    job's cache keys change when the array does.  Raises :class:`sca.SCAError`
+    naming ``<kind>.root`` or ``<kind>.path``."""
+    if INPUT_KINDS[kind].reference is None:
+        raise sca.SCAError(f"{kind} cannot be named by reference", kind)
+    location = storage.resolve(roots, root, path, kind)
+    storage.open_labels(location, kind)  # the format and the shape, checked now
+    text = json.dumps(
+        {
+            "root": root,
+            "path": path,
+            "location": location,
+            "fingerprint": storage.fingerprint(location),
+        },
+        sort_keys=True,
+    )
+    return {REFERENCE: np.array(text)}
+
+
+def reference(arrays: Mapping[str, np.ndarray]) -> dict | None:
+    """The reference of a stored input named by reference, else None."""
+    if REFERENCE not in arrays:
+        return None
+    return _reference(arrays)
+
+
+def _reference(arrays: Mapping[str, np.ndarray]) -> dict:
+    return json.loads(str(arrays[REFERENCE]))
+
+
+def referenced(arrays: Mapping[str, np.ndarray], distributed: bool = False):
+    """The array a stored reference names: a ``.npy`` file memory-mapped in this
+    process, any other format (or any, when ``distributed``) as a lazy Dask array
+    read where it is computed."""
+    location = _reference(arrays)["location"]
+    if distributed or not location.endswith(".npy"):
+        return storage.open_labels(location)
+    return storage.load_labels(location)
+
+
 def _given(kind: str, arrays: Mapping[str, np.ndarray]):
-    """The similarity input of ``kind`` as it was given: its stored array, or a
-    sparse consensus rebuilt from its coordinates."""
+    """The similarity input of ``kind`` as it was given: its stored array, a
+    sparse consensus rebuilt from its coordinates, or the array a reference names."""
+    if REFERENCE in arrays:
+        return referenced(arrays)
     if kind == "consensus" and INPUT_KINDS[kind].array not in arrays:
         return sparse_consensus(arrays)
+    return arrays[INPUT_KINDS[kind].array]
+
+
+def input_array(kind: str, arrays: Mapping[str, np.ndarray]):
+    """A stored input's array of ``kind`` (a referenced one memory-mapped or read)."""
+    if REFERENCE in arrays:
+        return storage.load_labels(_reference(arrays)["location"])
     return arrays[INPUT_KINDS[kind].array]
 
 
@@ -80,6 +139,8 @@ def validate(kind: str, arrays: Mapping[str, np.ndarray], source: Mapping) -> tu
     Returns ``(n, runs)``: the number of elements and of ensemble runs (0
     without an ensemble).  Raises :class:`sca.SCAError` naming the field at fault.
     """
+    if REFERENCE in arrays:  # its shape; its values are read when its operator is built
+        return storage.open_labels(_reference(arrays)["location"], kind).shape[0], 0
     if kind in SIMILARITIES:
         return SIMILARITIES[kind].check(_given(kind, arrays)).shape[0], 0
     if source.get("snn") is not None:
@@ -110,3 +171,25 @@ def build_operator(
         X = (fitted or scaling(X, source)).transform(X)
         return sca.snn_operator(X, int(snn["kappa"]), snn.get("metric", "euclidean"))
     raise ValueError(f"no direct operator for a {kind} input with an ensemble")
+
+
+#: The ``kind`` of a stored P that names files instead of holding arrays: that of a
+#: referenced job run on Dask (:func:`sca_worker.on_dask.stored_state`).
+STORED = "stored"
+
+
+def is_stored(state: Mapping) -> bool:
+    """Whether a stored P names files (:data:`STORED`) rather than holding arrays."""
+    return str(state["kind"]) == STORED
+
+
+def stored_operator(state: Mapping):
+    """P back from a :data:`STORED` state: the input's labels memory-mapped (or read)
+    and scaled by the written balancing vector (P = D S D)."""
+    S = sca.membership_operator(storage.load_labels(str(state["input"])))
+    return S.scaled(storage.load_stack(str(state["scale"])))
+
+
+def stored_labels(state: Mapping) -> np.ndarray:
+    """The clustering's labels of a :data:`STORED` job, read from where they were written."""
+    return storage.load_stack(str(state["labels"]))

@@ -222,7 +222,10 @@ def load_kept(store: Store, record: dict, name: str):
     """An artifact a stage of the core kept (:data:`KEPT`)."""
     key = artifact_keys(record)[name]
     if name in OPERATORS:
-        return sca.operator_from_state(store.load_arrays(key))
+        state = store.load_arrays(key)
+        if inputs.is_stored(state):  # a job on Dask: P names its files (labels, D)
+            return inputs.stored_operator(state)
+        return sca.operator_from_state(state)
     return store.load_json(key)
 
 

@@ -19,7 +19,9 @@ to do: those fan out over the workers) runs what is left within ``sca.start``
 instead (:func:`sca_worker.stages.run_steps`, as the embedded default does):
 the same stages, events and timings, one Celery hop instead of four.  Its
 heartbeat is ``sca.start``'s, so a lost worker's small job is taken over as any
-other, from its cached stages; cancelling it revokes ``sca.start``.
+other, from its cached stages; cancelling it revokes ``sca.start``.  A job for
+the Dask cluster (``SCA_DASK_SCHEDULER``, see :mod:`sca_worker.on_dask`) runs
+within ``sca.start`` too, its stages' work on the cluster.
 
 A stage task of a key's job that finds the key holding its share of the
 workers (``SCA_MAX_RUNNING_PER_KEY``) is sent again a moment later (see
@@ -38,7 +40,7 @@ import logging
 from celery import chain, chord, group, signals
 from celery.exceptions import Ignore
 
-from . import share, stages
+from . import on_dask, share, stages
 from .capacity import with_room
 from .celery_app import app, get_store
 from .problems import TRANSIENT, store_full
@@ -189,17 +191,35 @@ def small(steps: dict, settings) -> bool:
     )
 
 
+def _on_dask(store, job_id: str, steps: dict, task_id, held: list, settings) -> bool | None:
+    """The job run on the Dask cluster (:mod:`sca_worker.on_dask`) when it goes there:
+    True when it succeeded, False when it went no further, None when it does not go
+    there (the caller runs it as any other job)."""
+    record = store.get_job(job_id)
+    if record is None or not on_dask.wanted(record, steps, settings):
+        return None
+    if task_id:  # cancelling the job revokes this task, as for a small job
+        store.add_task(job_id, task_id)
+        held.append(task_id)
+    return on_dask.run(store, job_id, settings)
+
+
 @app.task(name="sca.start", bind=True, ignore_result=True)
 def start(self, job_id: str) -> dict:
     """Plan a job against the cache and enqueue the stages it still needs, or run
     them here when the job is small."""
     store, task_id = get_store(self.app), self.request.id
-    held = []  # this task's id, once it runs the job's stages (cancelling revokes it)
+    held: list[str] = []  # this task's id, once it runs the job's stages (cancelling revokes it)
 
     def plan_and_enqueue():  # planned afresh (new task ids) each time Redis refuses it
         steps = stages.plan(store, job_id)
         if steps is None:
             return None
+        ran = _on_dask(store, job_id, steps, task_id, held, self.app.sca_settings)
+        if ran is False:
+            return None
+        if ran:
+            return steps
         if small(steps, self.app.sca_settings):
             log.info(
                 "job %s: %s in %s (%d elements)",

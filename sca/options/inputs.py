@@ -19,6 +19,8 @@ class InputKind:
     cli_doc: str
     integer: bool = False
     columns: str = "columns"
+    #: How it may be named instead of sent (:mod:`sca.storage`), or None.
+    reference: str | None = None
 
 
 INPUTS = (
@@ -41,9 +43,13 @@ INPUTS = (
         "labels",
         "labels",
         "Ensemble label runs, rows = elements, one column per run (negative = left out).",
-        "label runs RUNS.csv|RUNS.npy, one row per element, one column per run",
+        "label runs RUNS.csv|RUNS.npy (memory-mapped), or a directory holding an npy stack "
+        "or a .zarr store (read as a Dask array), one row per element, one column per run",
         integer=True,
         columns="runs",
+        reference='Or named by reference, `{"root": ..., "path": ...}`: an npy stack '
+        "directory, a .npy file or a .zarr store under a storage root of `SCA_DATA_ROOTS` "
+        "(`sca.storage`); read where it is computed, never uploaded.",
     ),
 )
 INPUT_NAMES = tuple(kind.name for kind in INPUTS)

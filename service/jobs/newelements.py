@@ -21,6 +21,7 @@ import sca
 from sca.errors import SCAError
 from sca.newrows import check_new_data, check_new_labels, consensus_rows_each, neighbour_index
 from sca.pipeline import namer
+from sca_worker.inputs import REFERENCE, input_array
 from sca_worker.stages import job_scaling
 from sca_worker.store.keys import artifact_keys
 
@@ -43,7 +44,9 @@ def input_arrays(record: dict) -> dict:
 def _label_columns(record: dict):
     """``(column_labels, groups)`` of H: from the ensemble's models artifact, or the labels."""
     if record["kind"] == "labels":
-        return _lazy(record, "columns", lambda: sca.run_columns(input_arrays(record)["labels"]))
+        return _lazy(
+            record, "columns", lambda: sca.run_columns(input_array("labels", input_arrays(record)))
+        )
     models = _models(record)
     return models["columns"], models["column_groups"]
 
@@ -239,6 +242,12 @@ def appended_arrays(record: dict, elements: list, rows, selfs) -> dict:
     with ``selfs`` on the diagonal), for ``"persist": true``."""
     kind = record["kind"]
     arrays = dict(input_arrays(record))
+    if REFERENCE in arrays:
+        raise invalid(
+            "persist",
+            f"this job's {kind} were named by reference; append the new elements to the "
+            "stored array and submit a new job",
+        )
     if kind == "data":
         values = [e["data"] for e in elements]
         arrays["X"] = np.vstack([arrays["X"], data_matrix(record, values)])

@@ -77,6 +77,8 @@ def submit(job: JobInput, job_id: str | None = None) -> dict:
     )
     if job.callback:
         record["callback"] = job.callback
+    if worker_inputs.REFERENCE in job.arrays:  # named, not sent (run on Dask when configured)
+        record["reference"] = True
     charged = charge_storage(b.store, job.kind, job.arrays)
     record.update(charged)
     try:
@@ -251,9 +253,15 @@ def job_state(record: dict) -> dict:
     data's fitted scale, a neighbour index or S's largest diagonal entry."""
 
     def load():
-        result = backend().store.load_json(artifact_keys(record)["result"])
+        store = backend().store
+        result = store.load_json(artifact_keys(record)["result"])
+        labels = result["labels"]
+        if record.get("reference"):  # a job run on Dask wrote its labels beside its input
+            state = store.load_arrays(artifact_keys(record)["P"])
+            if worker_inputs.is_stored(state):
+                labels = worker_inputs.stored_labels(state)
         return {
-            "labels": np.asarray(result["labels"], dtype=np.int64),
+            "labels": np.asarray(labels, dtype=np.int64),
             "k": int(result["k"]),
             "typical": np.asarray(result["cluster_confidence"], dtype=float),
         }

@@ -56,6 +56,13 @@ class SnnSchema(BaseSchema):
     metric = fields.String(load_default="euclidean", validate=validate.OneOf(registry.SNN_METRICS))
 
 
+class ReferenceSchema(BaseSchema):
+    """An input named by reference: a storage root of ``SCA_DATA_ROOTS`` and a path in it."""
+
+    root = fields.String(required=True, validate=validate.Length(min=1, max=200))
+    path = fields.String(required=True, validate=validate.Length(min=1, max=4096))
+
+
 class SparseConsensusSchema(BaseSchema):
     n = _int(2, required=True)
     rows = fields.List(fields.Integer(strict=True), required=True)

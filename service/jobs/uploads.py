@@ -22,13 +22,14 @@ from sca.ensemble import ensemble_size
 from sca.io import Declared, read_matrix
 from sca.options import INPUT_KINDS
 from sca.pipeline import data_source
-from sca_worker.inputs import sparse_arrays
+from sca.storage import parse_roots
+from sca_worker.inputs import REFERENCE, reference_arrays, referenced, sparse_arrays
 
 from ..body import is_json, read_json
 from ..errors import ProblemError, invalid
 from ..options import INPUT_LIMITS
 from . import callbacks
-from .schemas import INPUTS, SparseConsensusSchema, job_request_schema
+from .schemas import INPUTS, ReferenceSchema, SparseConsensusSchema, job_request_schema
 
 JSON_PARTS = ("options", "ensemble", "snn", "ids")
 FILE_TYPES = (".npy", ".npz", ".csv")
@@ -114,6 +115,13 @@ def _json_arrays(kind: str, value) -> dict:
             raise invalid("consensus", "rows, cols and values must have equal length")
         return sparse_arrays(sparse["n"], sparse["rows"], sparse["cols"], sparse["values"])
     spec = INPUT_KINDS[kind]
+    if spec.reference is not None and isinstance(value, dict):
+        try:
+            named = ReferenceSchema().load(value)
+        except ValidationError as exc:
+            raise ValidationError({kind: exc.messages}) from None
+        roots = parse_roots(current_app.config["SCA_DATA_ROOTS"])
+        return reference_arrays(roots, named["root"], named["path"], kind)
     return {spec.array: _matrix(value, kind, integer=spec.integer)}
 
 
@@ -193,6 +201,8 @@ def check_sizes(kind: str, arrays: dict, source: dict) -> None:
     ensemble's runs counted before the ensemble is expanded."""
     if "n" in arrays:  # a sparse consensus
         check_shape(kind, kind, (int(arrays["n"]), int(arrays["n"])), dense=False)
+    elif REFERENCE in arrays:  # never sent: its runs are bounded, not its elements
+        check_shape(kind, kind, (0, referenced(arrays, distributed=True).shape[1]))
     else:
         check_shape(kind, kind, arrays[INPUT_KINDS[kind].array].shape)
     if source.get("ensemble") is not None:

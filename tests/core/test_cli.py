@@ -83,6 +83,26 @@ def test_labels_and_ids_files(tmp_path, capsys):
     assert len(out["membership"]) == 6
 
 
+def test_labels_from_an_npy_stack_directory(tmp_path, capsys):
+    """``--labels DIR``: an npy stack, read as a Dask array, clusters as the same
+    labels in a .npy file; a directory that is not a stack is an error naming it."""
+    import dask.array as da
+
+    from sca.planted import planted_runs, planted_truth
+
+    rng = np.random.default_rng(2)
+    labels = planted_runs(planted_truth(900, [1, 1, 1], rng), 12, 0.3, rng)
+    np.save(tmp_path / "runs.npy", labels)
+    da.to_npy_stack(tmp_path / "stack", da.from_array(labels, chunks=(300, -1)))
+    from_file = run(capsys, "cluster", "--labels", str(tmp_path / "runs.npy"))
+    from_stack = run(capsys, "cluster", "--labels", str(tmp_path / "stack"))
+    assert from_stack["k"] == from_file["k"] == 3
+    assert from_stack["clusters"] == from_file["clusters"]
+    (tmp_path / "empty").mkdir()
+    status, err = fail(capsys, "cluster", "--labels", str(tmp_path / "empty"))
+    assert status != 0 and "labels" in err
+
+
 def test_data_with_ensembles_and_truth(capsys):
     out = run(
         capsys,

@@ -175,7 +175,11 @@ def test_vendored_schema_is_a_draft_7_schema():
 def test_config_is_valid_with_keys_from_dot_env(project):
     (project / ".env").write_text("SCA_API_KEYS=key-one,key-two\n")
     services = config(project)["services"]
-    assert set(services) == {"redis", "api", "worker"}
+    assert {name for name in services if not services[name].get("profiles")} == {
+        "redis",
+        "api",
+        "worker",
+    }
     for name in ("api", "worker"):
         assert services[name]["environment"]["SCA_API_KEYS"] == "key-one,key-two"
         assert services[name]["environment"]["REDIS_URL"] == "redis://redis:6379/0"
@@ -187,6 +191,31 @@ def test_config_is_valid_with_keys_from_dot_env(project):
     worker_check = " ".join(services["worker"]["healthcheck"]["test"])
     # $$HOSTNAME in the file: the container's shell, not Compose, expands it.
     assert "inspect ping -d celery@$HOSTNAME " in worker_check
+
+
+def test_the_dask_profile_adds_a_scheduler_and_two_workers(project):
+    (project / ".env").write_text(
+        "SCA_API_KEYS=key-one\nCOMPOSE_PROFILES=dask\nSCA_DASK_SCHEDULER=tcp://dask-scheduler:8786\n"
+    )
+    services = config(project)["services"]
+    dask = {name for name in services if "dask" in services[name].get("profiles", ())}
+    assert dask == {"dask-scheduler", "dask-worker"}
+    scheduler, worker = services["dask-scheduler"], services["dask-worker"]
+    assert scheduler["command"][:2] == ["dask", "scheduler"] and "8786" in scheduler["command"]
+    assert worker["command"][:3] == ["dask", "worker", "tcp://dask-scheduler:8786"]
+    assert worker["deploy"]["replicas"] == 2
+    assert worker["depends_on"]["dask-scheduler"]["condition"] == "service_healthy"
+    assert services["worker"]["environment"]["SCA_DASK_SCHEDULER"] == "tcp://dask-scheduler:8786"
+    # The labels named by reference, and those a job writes, on one volume for all.
+    roots = services["api"]["environment"]["SCA_DATA_ROOTS"]
+    assert roots == services["worker"]["environment"]["SCA_DATA_ROOTS"] == "data=/data"
+    for name in ("api", "worker", "dask-worker"):
+        assert "sca-data:/data" in services[name]["volumes"], name
+
+
+def test_without_the_profile_the_workers_have_no_scheduler(project):
+    (project / ".env").write_text("SCA_API_KEYS=key-one\n")
+    assert config(project)["services"]["worker"]["environment"]["SCA_DASK_SCHEDULER"] == ""
 
 
 def test_config_without_keys_stops_naming_them(project):

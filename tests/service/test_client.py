@@ -93,6 +93,15 @@ def test_errors_are_typed_with_the_problem_fields(url):
         api.submit(consensus=BASEBALL_S, labels=[[0], [1]])
 
 
+def test_labels_named_by_reference_are_sent_as_json(url, tmp_path):
+    """A reference goes as JSON (also with ``upload``); this service has no roots."""
+    api = c.Client(url)
+    for upload in (False, True):
+        with pytest.raises(c.InvalidInput) as info:
+            api.submit(labels={"root": "cohorts", "path": "labels.npy"}, upload=upload)
+        assert "labels.root" in info.value.errors
+
+
 def test_unreachable_service_is_its_own_error():
     with pytest.raises(c.ServiceUnreachable):
         c.Client(f"http://127.0.0.1:{free_port()}", timeout=2).health()

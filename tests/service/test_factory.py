@@ -74,10 +74,30 @@ def test_time_limits_must_stay_below_the_visibility_timeout():
         )
 
 
+@pytest.mark.parametrize(
+    ("settings", "named"),
+    [
+        ({"SCA_DATA_ROOTS": "cohorts"}, "name=location"),
+        ({"SCA_DATA_ROOTS": "cohorts=relative/dir"}, "absolute"),
+        ({"SCA_DATA_ROOTS": "a=/x,a=/y"}, "twice"),
+        ({"SCA_DATA_ROOTS": "a=/x", "SCA_RESULTS_ROOT": "b"}, "SCA_RESULTS_ROOT"),
+        ({"SCA_DATA_ROOTS": "a=s3://bucket/x", "SCA_RESULTS_ROOT": "a"}, "directory root"),
+        ({"SCA_DASK_TIMEOUT": 0}, "SCA_DASK_TIMEOUT"),
+    ],
+)
+def test_storage_roots_and_the_dask_settings_are_checked_at_start_up(settings, named):
+    with pytest.raises(ValueError, match=named):
+        create_app({"SCA_ALLOW_ANONYMOUS": 1, **settings})
+
+
 def test_compose_file_runs_the_documented_commands():
     compose = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
     services = compose["services"]
-    assert set(services) == {"redis", "api", "worker"}
+    assert {name for name in services if not services[name].get("profiles")} == {
+        "redis",
+        "api",
+        "worker",
+    }
     assert services["api"]["command"][:2] == ["sca", "serve"]  # the front, as everywhere
     assert cli.parser().parse_args(services["api"]["command"][1:]).workers == 2
     assert services["worker"]["command"][:4] == ["celery", "-A", "worker", "worker"]

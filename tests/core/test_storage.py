@@ -1,0 +1,158 @@
+"""Label matrices named by reference (sca.storage): roots, the checks that keep a
+reference inside its root, and the formats opened as Dask arrays."""
+
+from __future__ import annotations
+
+import os
+
+import dask.array as da
+import numpy as np
+import pytest
+
+import sca
+from sca import storage
+from sca.errors import SCAError
+from sca.planted import planted_runs, planted_truth
+
+
+@pytest.fixture
+def labels():
+    rng = np.random.default_rng(3)
+    return planted_runs(planted_truth(600, [1, 1, 1], rng), 8, 0.2, rng)
+
+
+@pytest.fixture
+def root(tmp_path, labels):
+    base = tmp_path / "cohorts"
+    base.mkdir()
+    np.save(base / "labels.npy", labels)
+    da.to_npy_stack(base / "stack", da.from_array(labels, chunks=(250, -1)))
+    (base / "floats.npy").write_bytes(b"")
+    np.save(base / "floats.npy", labels.astype(float))
+    (tmp_path / "outside.npy").write_bytes((base / "labels.npy").read_bytes())
+    os.symlink(tmp_path / "outside.npy", base / "escape.npy")
+    os.symlink(base / "labels.npy", base / "inside.npy")
+    leaky = base / "leaky"
+    leaky.mkdir()
+    os.symlink(tmp_path / "outside.npy", leaky / "0.npy")
+    return base
+
+
+def test_roots_are_name_equals_location(tmp_path):
+    assert storage.parse_roots(f" a={tmp_path} , b=s3://bucket/x/ ") == {
+        "a": str(tmp_path),
+        "b": "s3://bucket/x",
+    }
+    assert storage.parse_roots(None) == storage.parse_roots("") == {}
+    for bad in ("a", "=/x", "a=relative/dir", f"a={tmp_path},a={tmp_path}", "a b=/x"):
+        with pytest.raises(ValueError):
+            storage.parse_roots(bad)
+
+
+@pytest.mark.parametrize(
+    ("root_name", "path", "field"),
+    [
+        ("nowhere", "labels.npy", "labels.root"),
+        ("c", "/etc/passwd", "labels.path"),
+        ("c", "../outside.npy", "labels.path"),
+        ("c", "stack/../../outside.npy", "labels.path"),
+        ("c", "escape.npy", "labels.path"),
+        ("c", "leaky", "labels.path"),
+        ("c", "missing.npy", "labels.path"),
+        ("c", "", "labels.path"),
+        ("c", "file:///etc/passwd", "labels.path"),
+    ],
+)
+def test_a_reference_stays_inside_its_root(root, root_name, path, field):
+    with pytest.raises(SCAError) as caught:
+        storage.resolve({"c": str(root)}, root_name, path)
+    assert caught.value.field == field
+
+
+def test_links_within_the_root_are_followed(root):
+    assert storage.resolve({"c": str(root)}, "c", "inside.npy") == str(root / "labels.npy")
+
+
+@pytest.mark.parametrize("path", ["labels.npy", "stack", "./stack/"])
+def test_formats_open_lazily_as_the_labels(root, labels, path):
+    location = storage.resolve({"c": str(root)}, "c", path)
+    opened = storage.open_labels(location)
+    assert opened.shape == labels.shape and opened.chunks[1] == (labels.shape[1],)
+    assert np.array_equal(opened.compute(), labels)
+    assert np.array_equal(storage.load_labels(location), labels)
+
+
+def test_a_small_block_size_gives_several_row_blocks(root, labels, monkeypatch):
+    monkeypatch.setattr(storage, "BLOCK_ROWS", 128)
+    opened = storage.open_labels(str(root / "labels.npy"))
+    assert len(opened.chunks[0]) == 5 and np.array_equal(opened.compute(), labels)
+
+
+def test_what_is_not_a_label_matrix_is_refused(root, tmp_path):
+    with pytest.raises(SCAError, match="integers"):
+        storage.open_labels(str(root / "floats.npy"))
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "notes.txt").write_text("x")
+    with pytest.raises(SCAError, match="npy stack") as caught:
+        storage.open_labels(str(other))
+    assert caught.value.field == "labels.path"
+    (root / "text.npy").write_text("not numpy")
+    with pytest.raises(SCAError, match="not a .npy"):
+        storage.open_labels(str(root / "text.npy"))
+
+
+def test_zarr_without_its_package_is_a_clear_error(root):
+    try:
+        import zarr  # noqa: F401
+    except ImportError:
+        (root / "x.zarr").mkdir()
+        with pytest.raises(SCAError, match="zarr package"):
+            storage.open_labels(str(root / "x.zarr"))
+    else:  # pragma: no cover - only where zarr is installed
+        pytest.skip("zarr is installed")
+
+
+def test_the_fingerprint_follows_the_files(root, labels):
+    location = str(root / "stack")
+    first = storage.fingerprint(location)
+    assert storage.fingerprint(location) == first
+    da.to_npy_stack(location, da.from_array(labels[::-1].copy(), chunks=(100, -1)))
+    assert storage.fingerprint(location) != first
+
+
+def test_written_labels_read_back(tmp_path, labels):
+    vector = labels[:, 0].astype(np.int64)
+    storage.write_labels(vector, str(tmp_path / "out"), block_rows=100)
+    assert np.array_equal(storage.load_stack(str(tmp_path / "out")), vector)
+    storage.write_labels(da.from_array(labels, chunks=(200, -1)), str(tmp_path / "m"))
+    assert np.array_equal(storage.open_labels(str(tmp_path / "m")).compute(), labels)
+
+
+def test_the_operator_of_a_referenced_matrix_is_the_in_memory_one(root, labels):
+    S = sca.membership_operator(storage.open_labels(str(root / "stack")))
+    x = np.random.default_rng(0).random(labels.shape[0])
+    expected = sca.membership_operator(labels)
+    assert np.allclose(S.matmat(x), expected.matmat(x))
+
+
+def test_a_url_root_goes_through_fsspec():
+    """An object-storage root (here fsspec's in-memory filesystem): the same checks,
+    existence asked of the filesystem, and only .zarr stores read there."""
+    fsspec = pytest.importorskip("fsspec")
+    fs = fsspec.filesystem("memory")
+    fs.pipe("/sca-test-bucket/cohort/labels.zarr/.zarray", b"{}")
+    fs.pipe("/sca-test-bucket/cohort/labels.npy", b"x")
+    roots = storage.parse_roots("mem=memory://sca-test-bucket/cohort")
+    location = storage.resolve(roots, "mem", "labels.zarr")
+    assert location == "memory://sca-test-bucket/cohort/labels.zarr"
+    for path in ("missing.zarr", "../cohort/labels.zarr", "/labels.zarr"):
+        with pytest.raises(SCAError) as caught:
+            storage.resolve(roots, "mem", path)
+        assert caught.value.field == "labels.path"
+    with pytest.raises(SCAError, match="only .zarr"):
+        storage.open_labels(storage.resolve(roots, "mem", "labels.npy"))
+    first = storage.fingerprint(location)
+    fs.pipe("/sca-test-bucket/cohort/labels.zarr/0.0", b"block")
+    assert storage.fingerprint(location) != first
+    fs.rm("/sca-test-bucket", recursive=True)

@@ -1,0 +1,284 @@
+"""Jobs run on a Dask cluster: the label matrix stays on the cluster's workers.
+
+With ``SCA_DASK_SCHEDULER`` set, ``sca.start`` hands a job of label runs to
+that cluster (:func:`wanted`): always when its labels were named by reference
+(:mod:`sca.storage`), and when it has at least ``SCA_DASK_MIN_ELEMENTS``
+elements.  The Celery task connects a :class:`dask.distributed.Client`, opens
+the labels as a Dask array (each Dask worker reads its own blocks from the
+shared storage; uploaded labels are sent from the store), and walks the core's
+stages (:func:`sca.pipeline.walk`) on it: every product of the consensus
+operator runs on the cluster (docs/scale.md).  Around the walk it does what
+:func:`sca_worker.stages.execute` does around a stage: the job's ``stage``
+events and timings, and a failed job with a problem+json ``error`` for any
+failure.  The job's artifacts are the usual ones (``balance``, ``spectrum``,
+``result``), so the job document, its plots and its queries read as for any job.
+
+A referenced job's labels and balancing vector are written as npy stacks
+(:func:`sca.storage.write_labels`) under ``<results>/<result hash>/``, where
+``<results>`` is the root ``SCA_RESULTS_ROOT`` names or, unset, a directory
+``sca-results`` beside the input; the stored P then names those files and
+the input (:func:`stored_state`) instead of holding the label matrix, and the
+queries read them from there (:func:`sca_worker.inputs.stored_operator`).
+
+A watcher thread follows the job while the cluster computes: a job cancelled
+meanwhile closes the client, which releases the cluster's work for it at once;
+a scheduler that cannot be reached for ``SCA_DASK_TIMEOUT`` seconds fails the
+job with the ``dask-unavailable`` problem, never leaving it running.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from collections.abc import Mapping
+
+import numpy as np
+
+import sca
+from sca import storage
+
+from . import events, inputs, metrics, stages
+from .cleanup import release
+from .jobs import ACTIVE, jsonable, now
+from .problems import TRANSIENT, problem, problem_for, store_full
+from .store import Store
+from .store.keys import artifact_keys
+
+log = logging.getLogger(__name__)
+
+#: Rows per block of uploaded labels sent to the cluster.
+BLOCK_ROWS = 1 << 18
+#: Seconds between two looks of the watcher at the job and the client.
+WATCH_INTERVAL = 0.25
+
+
+def wanted(record: Mapping, steps: Mapping, settings: Mapping) -> bool:
+    """Whether ``sca.start`` runs this planned job on the Dask cluster."""
+    if not settings.get("SCA_DASK_SCHEDULER") or not steps.get("stages"):
+        return False
+    if record["kind"] != "labels":  # only label runs have a Dask form (sca.membership_operator)
+        return False
+    return bool(record.get("reference")) or int(record["n"]) >= settings["SCA_DASK_MIN_ELEMENTS"]
+
+
+def unavailable(address: str, detail: str, stage: str | None) -> dict:
+    """The problem of a job whose Dask cluster could not be reached or went away."""
+    return problem(
+        "dask-unavailable",
+        "Dask cluster unavailable",
+        503,
+        f"the Dask scheduler at {address} {detail}; submit the job again once it is back",
+        stage,
+    )
+
+
+class Watcher(threading.Thread):
+    """Closes the client when the job stops being active or the scheduler stays away."""
+
+    def __init__(self, store: Store, job_id: str, client, timeout: float):
+        super().__init__(daemon=True, name=f"dask-watch-{job_id}")
+        self.store, self.job_id, self.client, self.timeout = store, job_id, client, timeout
+        self.done = threading.Event()
+        self.lost: str | None = None
+        self.inactive = False
+
+    def run(self) -> None:
+        away_since = None
+        while not self.done.wait(WATCH_INTERVAL):
+            try:
+                record = self.store.get_job(self.job_id)
+            except TRANSIENT:
+                record = {"status": "running"}  # Redis away: the job may well go on
+            if record is None or record["status"] not in ACTIVE:
+                self.inactive = True
+                break
+            if self.client.status == "running":
+                away_since = None
+            else:
+                away_since = away_since or time.monotonic()
+                if time.monotonic() - away_since > self.timeout:
+                    self.lost = f"went away (client {self.client.status})"
+                    break
+        if self.inactive or self.lost:
+            self.client.close(timeout=self.timeout)
+
+    def stop(self) -> None:
+        self.done.set()
+        self.join(self.timeout + 5)
+
+
+def results_location(settings: Mapping, reference: Mapping, record: Mapping) -> str:
+    """Where a referenced job's labels and balancing vector are written."""
+    name = settings.get("SCA_RESULTS_ROOT")
+    if name:
+        base = storage.parse_roots(settings["SCA_DATA_ROOTS"])[name]
+    elif "://" in reference["location"]:
+        raise sca.SCAError(
+            "labels at an object-storage URL need SCA_RESULTS_ROOT, a directory root that "
+            "the Dask workers share, for the job's labels",
+            "labels.root",
+        )
+    else:
+        base = os.path.join(os.path.dirname(reference["location"].rstrip("/")), "sca-results")
+    return os.path.join(base, artifact_keys(record)["result"].rsplit(":", 1)[-1])
+
+
+def stored_state(P, reference: Mapping, location: str) -> dict:
+    """The stored P of a referenced job: the input's location and the written
+    balancing vector (P = D S D), not the label matrix."""
+    storage.write_labels(P.scale, os.path.join(location, "scale"))
+    return {
+        "kind": np.array(inputs.STORED),
+        "input": np.array(reference["location"]),
+        "scale": np.array(os.path.join(location, "scale")),
+        "labels": np.array(os.path.join(location, "labels")),
+    }
+
+
+def _labels(arrays: Mapping):
+    """The job's label matrix as a Dask array on the cluster."""
+    if inputs.reference(arrays) is not None:
+        return inputs.referenced(arrays, distributed=True)
+    import dask.array as da
+
+    return da.from_array(np.asarray(arrays["labels"]), chunks=(BLOCK_ROWS, -1))
+
+
+class _Stages:
+    """The job's stage events and timings as the walk reports its stages."""
+
+    def __init__(self, store: Store, job_id: str):
+        self.store, self.job_id = store, job_id
+        self.current: str | None = None
+        self.start = 0.0
+
+    def __call__(self, stage: str, fraction: float = 0.0) -> None:
+        self.finish()
+        begun = self.store.update_and_get(
+            self.job_id,
+            {"status": "running", "stage": stage, "updated": now()},
+            expect=ACTIVE,
+            alive=True,
+            count=f"started:{stage}",
+            unless_same="stage",
+        )
+        if begun is None:
+            raise _Inactive()
+        if begun[0] == 1:
+            events.emit(self.store, self.job_id, "stage", begun[1], stage=stage, state="started")
+        self.current, self.start = stage, time.perf_counter()
+
+    def finish(self) -> dict | None:
+        if self.current is None:
+            return None
+        elapsed = time.perf_counter() - self.start
+        current = self.store.incr_and_get(
+            self.job_id,
+            f"t:{self.current}",
+            elapsed,
+            *metrics.observation("stage", self.current, elapsed),
+        )
+        if current is not None:
+            events.stage_done(self.store, self.job_id, self.current, current)
+        self.current = None
+        return current
+
+
+class _Inactive(Exception):
+    """The job was cancelled or failed elsewhere while it ran."""
+
+
+def run(store: Store, job_id: str, settings: Mapping) -> bool | None:
+    """Every stage of a job on the Dask cluster; False when the job went no further,
+    None when its labels have no Dask form (uploaded runs that leave elements out:
+    the caller runs it as any other job)."""
+    from dask.distributed import Client
+
+    record = store.get_job(job_id)
+    if record is None or record["status"] not in ACTIVE:
+        return False
+    if not record.get("reference"):
+        uploaded = store.load_arrays(artifact_keys(record)["input"])["labels"]
+        if uploaded.min() < 0:
+            return None
+    address, timeout = settings["SCA_DASK_SCHEDULER"], settings["SCA_DASK_TIMEOUT"]
+    progress = _Stages(store, job_id)
+    try:
+        client = Client(address, timeout=timeout, set_as_default=True)
+    except Exception as exc:  # unreachable, or no scheduler's address at all
+        log.warning("job %s: no Dask scheduler at %s: %s", job_id, address, exc)
+        stages.fail(store, job_id, unavailable(address, f"could not be reached ({exc})", None))
+        return False
+    watcher = Watcher(store, job_id, client, timeout)
+    watcher.start()
+    try:
+        log.info("job %s: on the Dask cluster at %s (%d elements)", job_id, address, record["n"])
+        _walk(store, record, settings, progress)
+    except Exception as exc:
+        connected = client.status == "running"  # before the client is closed here
+        watcher.stop()
+        client.close(timeout=timeout)
+        if isinstance(exc, TRANSIENT) or store_full(exc):
+            raise
+        stage = progress.current
+        progress.current = None
+        if watcher.inactive or isinstance(exc, _Inactive):
+            release(store, store.get_job(job_id) or record)
+            return False
+        reason = (str(exc).splitlines() or [""])[0]
+        if watcher.lost or _is_comm(exc) or not connected:
+            detail = watcher.lost or f"went away ({type(exc).__name__}: {reason})"
+            stages.fail(store, job_id, unavailable(address, detail, stage))
+        elif isinstance(exc, OSError):  # a block of the labels unreadable where it was read
+            unreadable = sca.SCAError(
+                f"labels.path: cannot read the labels: {reason}", "labels.path"
+            )
+            stages.fail(store, job_id, problem_for(unreadable, stage))
+        else:
+            if not isinstance(exc, sca.SCAError):
+                log.exception("job %s: on Dask, stage %s failed", job_id, stage)
+            stages.fail(store, job_id, problem_for(exc, stage))
+        return False
+    watcher.stop()
+    client.close(timeout=timeout)
+    return _succeed(store, job_id, progress)
+
+
+def _is_comm(exc: BaseException) -> bool:
+    from distributed.comm.core import CommClosedError
+
+    return isinstance(exc, (CommClosedError, TimeoutError)) or (
+        type(exc).__name__ in ("CancelledError", "FutureCancelledError")
+    )
+
+
+def _walk(store: Store, record: dict, settings: Mapping, progress: _Stages) -> None:
+    keys = artifact_keys(record)
+    arrays = store.load_arrays(keys["input"])
+    S = sca.membership_operator(_labels(arrays))
+    done = sca.pipeline.walk(
+        {"S": S, "source": None, "scaled": None}, record["options"], progress=progress
+    )
+    reference = inputs.reference(arrays)
+    if reference is not None:
+        location = results_location(settings, reference, record)
+        labels = done["iteration"].labels
+        storage.write_labels(labels, os.path.join(location, "labels"))
+        state = stored_state(done["P"], reference, location)
+    else:
+        state = sca.operator_state(done["P"])
+    store.save_arrays(keys["P"], state)
+    for name in ("balance", "spectrum", "result"):
+        store.save_json(keys[name], jsonable(done[name]))
+
+
+def _succeed(store: Store, job_id: str, progress: _Stages) -> bool:
+    current = progress.finish()
+    done = store.update_and_get(job_id, {"status": "succeeded", "updated": now()}, expect=ACTIVE)
+    if done is None:  # cancelled or failed meanwhile: drop what it wrote
+        release(store, current or store.get_job(job_id) or {"id": job_id})
+        return False
+    events.finished(store, job_id, "succeeded", done[1])
+    return True
