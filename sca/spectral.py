@@ -433,14 +433,14 @@ def _eigenvalues(
     wanted = min(max(int(max_k_hat), DEFAULT_K_HAT), P.n)
     k_hat, cap = min(DEFAULT_K_HAT, P.n, limit), min(wanted, limit)
     while True:
-        values = P.eigenvalues(k_hat)
-        if floor is None or values[-1] <= floor:
-            return values, False, None
+        # k̂ eigenvalues and a look just past the last, in one solve (an iterative
+        # solver restarts from scratch for each): the signal often ends there, and
+        # the bulk beyond it (many near-equal eigenvalues) is what a doubled k̂ pays most for
+        values = P.eigenvalues(k_hat if floor is None else min(k_hat + PROBE, cap))
+        if floor is None or values[min(k_hat, values.size) - 1] <= floor:
+            return values[:k_hat], False, None
         if k_hat >= cap:
-            return values, True, (limit if wanted > limit else None)
-        # a look just past the last first: the signal often ends there, and the bulk
-        # beyond it (many near-equal eigenvalues) is what a doubled k̂ pays most for
-        values = P.eigenvalues(min(k_hat + PROBE, cap))
+            return values[:k_hat], True, (limit if wanted > limit else None)
         if values[-1] <= floor:
             return values, False, None
         if values.size >= cap:

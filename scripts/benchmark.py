@@ -36,6 +36,14 @@ target of each size.
 
     python scripts/benchmark.py --raw
     python scripts/benchmark.py --raw --raw-sizes 1000x20 10000x50 --repeats 5
+
+The k and r axes (``--clusters``, ``--runs-axis``, :mod:`axes`): at n = 10^5
+(or the first of ``--sizes``), planted equal blocks, the stages' wall and CPU
+seconds, peak RSS, the k found and its ARI for each number of blocks at r =
+``--runs``, and for each number of runs at k = ``--blocks``, beside HDBSCAN on
+the Hamming distance of the label rows (a subsample) on the same labels.
+
+    python scripts/benchmark.py --clusters 40 200 1000 --runs-axis 100 1000 --repeats 3
 """
 
 from __future__ import annotations
@@ -51,6 +59,7 @@ import time
 import tracemalloc
 from pathlib import Path
 
+import axes
 import first_job
 import numpy as np
 from shared import PEER_MAX_N, PERFORMANCE_DOC, spectral_clustering, write_table
@@ -417,6 +426,38 @@ def raw_main(args, argv) -> int:
     return 0
 
 
+def axes_main(args, argv) -> int:
+    """``--clusters`` / ``--runs-axis``: each point and repeat in a process of its own."""
+    n = args.sizes[0] if "--sizes" in (sys.argv if argv is None else argv) else 100_000
+    print(
+        f"planted equal blocks at n = {n}, noise {args.noise}: the k axis at r = {args.runs},"
+        f" the r axis at k = {args.blocks}; peer = HDBSCAN on the Hamming distance of"
+        f" {axes.PEER_ROWS} label rows; median of {args.repeats} seed(s)",
+        flush=True,
+    )
+    rows = []
+    for point in axes.points(n, args.runs, args.blocks, args.clusters, args.runs_axis):
+        repeats = []
+        for rep in range(args.repeats):
+            cmd = [sys.executable, __file__, "--axis-one", *map(str, point)]
+            cmd += ["--noise", str(args.noise), "--seed", str(args.seed + rep)]
+            proc = subprocess.run(cmd, capture_output=True, text=True, check=True)
+            repeats.append(json.loads(proc.stdout.strip().splitlines()[-1]))
+        rows.append(axes.summary(repeats))
+        print(json.dumps(rows[-1]), flush=True)
+    table = "\n".join([axes.AXES_HEADER, *(axes.markdown_row(row) for row in rows)])
+    print()
+    print(table)
+    print(
+        "stages = build, balancing, spectrum with the automatic k, iteration (sca.run_stages)"
+        " from the label runs; CPU = every thread of the process; RSS = process peak;"
+        " HDBSCAN's ARI on its subsample (noise points one cluster)"
+    )
+    if args.write:
+        write_table(args.write, "axes", table, _command(argv))
+    return 0
+
+
 def _command(argv) -> str:
     """The command line that ran this script (``argv`` or ``sys.argv``), for the page."""
     args = sys.argv[1:] if argv is None else list(argv)
@@ -459,6 +500,21 @@ def main(argv=None) -> int:
         help="only the first job of a fresh process against a later one, with an empty "
         "and a warm numba cache (scripts/first_job.py; n = the first of --sizes)",
     )
+    parser.add_argument(
+        "--clusters",
+        type=int,
+        nargs="+",
+        metavar="K",
+        help="the k axis: planted blocks at n = 10^5 (or the first of --sizes), r = --runs",
+    )
+    parser.add_argument(
+        "--runs-axis",
+        type=int,
+        nargs="+",
+        metavar="R",
+        help="the r axis: runs at n = 10^5 (or the first of --sizes), k = --blocks",
+    )
+    parser.add_argument("--axis-one", type=int, nargs=3, help=argparse.SUPPRESS)
     parser.add_argument("--raw-one", type=_raw_size, help=argparse.SUPPRESS)
     parser.add_argument("--one", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--seed", type=int, default=0, help=argparse.SUPPRESS)
@@ -468,6 +524,12 @@ def main(argv=None) -> int:
         return 0
     if args.raw:
         return raw_main(args, argv)
+    if args.axis_one:
+        n, runs, blocks = args.axis_one
+        print(json.dumps(axes.one_point(n, runs, blocks, args.noise, args.seed)))
+        return 0
+    if args.clusters or args.runs_axis:
+        return axes_main(args, argv)
     if args.first_job:
         n = args.sizes[0] if "--sizes" in (argv or sys.argv) else 100_000
         first_job.report(first_job.run_cases(n, args.runs, args.blocks), n, args.runs, args.blocks)

@@ -28,6 +28,14 @@ SMALL_K_RATIO = 4
 _GRAM_BLOCK_ROWS = 4096
 _CHUNK_ROWS = 65536
 _DENSE_EDGE_MAX_K = 4096
+#: Up to this many times GRAM_MAX_K clusters, all of G's eigenvalues (a dense solve)
+#: once Lanczos's basis, 2 k̂ + 1 vectors, would be a sixteenth of K or more: its
+#: restarts then cost more than the dense solve (K = 2,200, k̂ = 322: 9 CPU-s of
+#: ARPACK against 1 for eigvalsh) ...
+DENSE_GRAM_TIMES = 2
+DENSE_GRAM_SHARE = 16
+#: ... where forming G costs no more than this many multiply-adds.
+DENSE_GRAM_MAX_WORK = 1 << 36
 
 
 class FactorOperator(ConsensusOperator):
@@ -62,6 +70,8 @@ class FactorOperator(ConsensusOperator):
     H: sp.csr_array
     #: G = (DH)^T (DH), kept once the spectrum has computed it.
     _gram: np.ndarray | None = None
+    #: All of G's eigenvalues, descending, once a dense solve has computed them.
+    _gram_values: np.ndarray | None = None
 
     def __init__(self, n: int, scale=None, groups=None):
         super().__init__(n, scale)
@@ -276,33 +286,52 @@ class FactorOperator(ConsensusOperator):
         if self.n_clusters > self.n and k_hat is not None and int(k_hat) < self.n - 1:
             values = self._top_eigenvalues(int(k_hat), 1e-4 if few else 1e-10)
             return np.sort(values)[::-1][: int(k_hat)]
+        dense = not few and self._dense_gram_pays(k_hat)
         if (
             not self.gram_cheap
+            and not dense
             and self.n_clusters < self.n - 1
             and k_hat is not None
             and int(k_hat) < self.n_clusters - 1
         ):
             values = self._top_gram_eigenvalues(int(k_hat), 1e-4 if few else 1e-10)
             return np.sort(values)[::-1][: int(k_hat)]
-        if not self.gram_cheap or self.n_clusters > self.n:
+        if (not self.gram_cheap and not dense) or self.n_clusters > self.n:
             return super().eigenvalues(k_hat, few)
         K = self.n_clusters
         k_hat = self.n if k_hat is None else min(int(k_hat), self.n)
+        if dense and self._gram_values is not None:
+            values = self._gram_values
+            return np.concatenate([values, np.zeros(max(0, k_hat - values.size))])[:k_hat]
         gram = None if few else self._gram  # k̂ grows on the same G
         if gram is None:
             gram = self.gram(np.float32 if few else np.float64)
         if not few:
             self._gram = gram  # also for the iteration (factor_gram)
-        if k_hat < K - 1 and K > DENSE_SPECTRUM_MAX_N and (few or K > GRAM_MAX_K):
+        if k_hat < K - 1 and K > DENSE_SPECTRUM_MAX_N and (few or K > GRAM_MAX_K) and not dense:
             tol = 1e-4 if few else 1e-10
             values = eigsh(gram, k=k_hat, which="LA", tol=tol, return_eigenvectors=False)
         else:
             # in float64 even for a float32 G: LAPACK's ssyevd is slower here than dsyevd
             values = np.linalg.eigvalsh(gram.astype(np.float64, copy=False))
         values = np.sort(values)[::-1]
+        if dense:
+            self._gram_values = values  # k̂ grows on the same spectrum
         # P has rank at most K: the remaining n - K eigenvalues are zero.
         values = np.concatenate([values, np.zeros(max(0, k_hat - values.size))])
         return values[:k_hat]
+
+    def _dense_gram_pays(self, k_hat) -> bool:
+        """Whether all of G's eigenvalues cost less than Lanczos's ``k_hat``
+        (:data:`DENSE_GRAM_TIMES`): K small, G cheap to form, k̂ a sizeable share of K."""
+        K = self.n_clusters
+        return (
+            k_hat is not None
+            and K <= DENSE_GRAM_TIMES * GRAM_MAX_K
+            and K < self.n
+            and (2 * int(k_hat) + 1) * DENSE_GRAM_SHARE >= K
+            and (self.gram_cheap or self.n * K * K <= DENSE_GRAM_MAX_WORK)
+        )
 
     def _top_gram_eigenvalues(self, k_hat: int, tol: float) -> np.ndarray:
         """The largest eigenvalues of P as those of ``G = (DH)^T (DH)`` applied, not

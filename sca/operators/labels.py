@@ -333,6 +333,8 @@ class LabelOperator(FactorOperator):
         # A group with itself: each element's code paired with itself, so its
         # block of counts is diagonal, the weighted counts of the group's codes.
         own = self._map(kernels.rmat, by_row=(w[:, None],), limit=limit).ravel()
+        if all(len(runs) == 1 for runs in packing.groups):
+            return self._gram_of_runs(own, pairs, w, limit, dtype)
         # Onto the runs' labels: block (a, b) of G is marginal_a^T counts_ab marginal_b,
         # one product per group on each side (marginals zero-padded to one shape).
         marginal, index = self.marginals(limit)
@@ -363,6 +365,25 @@ class LabelOperator(FactorOperator):
             G[index[pa][:, :, None], index[pb][:, None, :]] = blocks  # disjoint cells
         G = G[:-1, :-1]
         G = G + np.triu(G, 1).T
+        return G.astype(dtype, copy=False)
+
+    def _gram_of_runs(self, own, pairs, w, limit: int, dtype) -> np.ndarray:
+        """:meth:`gram` where every group is one run (runs of more than 16 labels, or
+        of more than 256 beyond :data:`NARROW_MAX_N`): a group's codes are its run's
+        labels, so the counts of a pair of groups are G's block as they stand, with
+        no products with the marginals (which would be identities)."""
+        K, offsets, spans = self.n_clusters, self.groups, self.spans
+        G = np.zeros((K, K))
+        if pairs:
+            counts = self._map(
+                kernels.joint, np.array(pairs), np.dtype(dtype), by_row=(w,), limit=limit
+            )
+            for (a, b), block in zip(pairs, counts):
+                G[offsets[a] : offsets[a + 1], offsets[b] : offsets[b + 1]] = block[
+                    : spans[a], : spans[b]
+                ]
+            G += G.T
+        G[np.diag_indices(K)] = own  # a run's own codes are its labels, in order
         return G.astype(dtype, copy=False)
 
     def _components(self):

@@ -118,8 +118,10 @@ def test_no_request_asks_for_more_eigenvalues_than_the_budget(monkeypatch):
 @pytest.mark.slow
 def test_two_hundred_clusters_from_label_runs_match_the_dense_spectrum():
     """K = 2,200 clusters over 2,600 elements: G is neither small nor cheap to
-    count, so Lanczos runs on G = (DH)^T (DH) applied (K-vectors), and k̂ grows
-    with a look past its last eigenvalue; the eigenvalues are P's, densely."""
+    count, so Lanczos runs on G = (DH)^T (DH) applied (K-vectors) while k̂ is
+    small beside K, and G's whole spectrum once Lanczos's basis would be a
+    sizeable share of it; k̂ grows with a look past its last eigenvalue; the
+    eigenvalues are P's, densely."""
     rng = np.random.default_rng(0)
     truth = planted_truth(2600, [1] * 200, rng)
     P = sca.balance(sca.membership_operator(planted_runs(truth, 11, 0.2, rng))).P
