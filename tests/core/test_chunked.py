@@ -74,3 +74,56 @@ def test_chunked_stages_keep_n_sized_data_on_the_workers(tmp_path):
     assert spec.k == reference.k == 4
     assert sca.evaluate(labels, in_memory.labels)["ari"] == 1.0
     assert sca.evaluate(labels, truths[large])["ari"] == 1.0
+
+
+@pytest.fixture(scope="module")
+def local_client():
+    """A cluster of two worker threads (the null draws' tasks are small)."""
+    with (
+        distributed.LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=False, dashboard_address=":0"
+        ) as cluster,
+        distributed.Client(cluster) as client,
+    ):
+        yield client
+
+
+def pair_statistic(codes: np.ndarray, a: int, b: int) -> float:
+    """The sum of squares of the joint counts of runs a and b: the pairs of
+    elements together in both (S's off-diagonal weight, up to constants)."""
+    table = np.zeros((codes[:, a].max() + 1, codes[:, b].max() + 1))
+    np.add.at(table, (codes[:, a], codes[:, b]), 1)
+    return float((table**2).sum())
+
+
+def test_chunked_null_draw_has_the_in_memory_null_distribution(local_client):
+    """The chunked null (hypergeometric counts per chunk, each chunk shuffled
+    locally) keeps every run's label counts exactly and moves labels across
+    chunks; its pair statistics match those of the in-memory null (one
+    permutation, each run rotated) within sampling error."""
+    rng = np.random.default_rng(11)
+    n, chunk = 600, 100
+    labels = planted_runs(planted_truth(n, [1, 2, 3], rng), 4, 0.2, rng, dtype=np.uint8)
+    chunked = sca.membership_operator(da.from_array(labels, chunks=(chunk, -1)))
+    in_memory = sca.membership_operator(labels)
+    counts = [np.bincount(labels[:, j], minlength=3) for j in range(4)]
+    draws = 200
+    stats: dict[str, list] = {"chunked": [], "memory": []}
+    first_chunk = []
+    draw_rng = np.random.default_rng(12)
+    for _ in range(draws):
+        null = np.asarray(chunked.null_draw(draw_rng).codes)
+        for j in range(4):
+            assert np.array_equal(np.bincount(null[:, j], minlength=3), counts[j])
+        first_chunk.append(np.count_nonzero(null[:chunk, 0] == 0))
+        stats["chunked"].append([pair_statistic(null, 0, 1), pair_statistic(null, 2, 3)])
+        null = np.asarray(in_memory.null_draw(draw_rng).codes)
+        stats["memory"].append([pair_statistic(null, 0, 1), pair_statistic(null, 2, 3)])
+    got, ref = np.array(stats["chunked"]), np.array(stats["memory"])
+    error = np.sqrt(got.var(axis=0, ddof=1) / draws + ref.var(axis=0, ddof=1) / draws)
+    assert np.all(np.abs(got.mean(axis=0) - ref.mean(axis=0)) < 4 * error)
+    assert got.std(axis=0).min() > 0  # the draws differ
+    # the first chunk's share of run 0's label 0: hypergeometric, mean counts * chunk / n
+    expected = counts[0][0] * chunk / n
+    spread = np.std(first_chunk, ddof=1)
+    assert spread > 0 and abs(np.mean(first_chunk) - expected) < 4 * spread / np.sqrt(draws)
