@@ -110,56 +110,6 @@ def label_operator(L) -> LabelOperator | None:
     return None if found is None else LabelOperator(*found)
 
 
-def block_gram(packed, binoff, w, pairs, marginal, index, K: int, dtype) -> np.ndarray:
-    """The upper triangle of ``(DH)^T (DH)`` over the rows of ``packed`` (weights
-    ``w = d^2``), one row and column more for the marginals' padding: the
-    weighted counts of each group's codes and of each pair of groups' pairs of
-    codes, put onto the runs' labels.  Linear in the rows, so a chunked
-    operator sums the blocks' (K-sized) results."""
-    g = marginal.shape[0]
-    B = int(np.diff(binoff).max())
-    # A group with itself: each element's code paired with itself, so its
-    # block of counts is diagonal, the weighted counts of the group's codes.
-    own = kernels.rmat(packed, binoff, w[:, None]).ravel()
-    # Onto the runs' labels: block (a, b) of G is marginal_a^T counts_ab marginal_b,
-    # one product per group on each side (marginals zero-padded to one shape).
-    width = index.shape[1]
-    G = np.zeros((K + 1, K + 1))
-    for a in range(g):  # G's diagonal blocks, upper triangle
-        block = marginal[a, : binoff[a + 1] - binoff[a]]
-        G[np.ix_(index[a], index[a])] = np.triu(
-            block.T @ (own[binoff[a] : binoff[a + 1], None] * block)
-        )
-    if len(pairs):
-        counts = kernels.joint(packed, binoff, w, pairs, dtype)
-        pa, pb = pairs.T
-        right = np.empty((len(pairs), B, width), dtype=dtype)
-        for b in range(g):  # counts_ab marginal_b: one product per b
-            at = np.flatnonzero(pb == b)
-            right[at] = (counts[at].reshape(-1, B) @ marginal[b]).reshape(at.size, B, width)
-        blocks = np.empty((len(pairs), width, width))
-        for a in range(g):  # marginal_a^T (...): one product per a
-            at = np.flatnonzero(pa == a)
-            stacked = right[at].transpose(1, 0, 2).reshape(B, -1)
-            blocks[at] = (marginal[a].T @ stacked).reshape(width, at.size, width).transpose(1, 0, 2)
-        G[index[pa][:, :, None], index[pb][:, None, :]] = blocks  # disjoint cells
-    return G
-
-
-def block_links(packed, binoff, w, pairs, first, marginal, index, K: int) -> np.ndarray:
-    """For each run-0 label, the elements among the rows of ``packed`` that join
-    it to each cluster (``first``: a group-0 code's run-0 label), ``K + 1``
-    columns (the last the marginals' padding); nonzero where the cluster graph
-    has an edge.  A chunked operator sums the blocks' results."""
-    counts = kernels.joint(packed, binoff, w, pairs)
-    links = np.zeros((first.shape[1], K + 1))
-    for b in range(len(pairs)):
-        size = binoff[b + 1] - binoff[b]
-        seen = counts[b, : binoff[1], :size] > 0
-        links[:, index[b]] += first.T @ seen @ marginal[b, :size]
-    return links
-
-
 class LabelOperator(FactorOperator):
     """``S = H H^T`` from the ``n x r`` label matrix ``codes`` (every element in
     every run; run j's labels in ``0..spans[j]-1``); H is never formed.
@@ -378,7 +328,7 @@ class LabelOperator(FactorOperator):
         pairs = np.array([(a, b) for a in range(g) for b in range(a + 1, g)]).reshape(-1, 2)
         marginal, index = self.marginals(limit)
         G = self._map(
-            block_gram,
+            kernels.block_gram,
             pairs,
             marginal.astype(dtype, copy=False),
             index,
@@ -405,7 +355,14 @@ class LabelOperator(FactorOperator):
         first = marginal[0, : binoff[1], : self.spans[0]]  # combined code -> run-0 label
         K = self.n_clusters
         links = self._map(
-            block_links, pairs, first, marginal, index, K, by_row=(self.ones(),), limit=limit
+            kernels.block_links,
+            pairs,
+            first,
+            marginal,
+            index,
+            K,
+            by_row=(self.ones(),),
+            limit=limit,
         )
         graph = np.zeros((K, K), dtype=bool)
         graph[: self.spans[0]] = links[:, :K] > 0  # the last column: the marginals' padding
