@@ -137,13 +137,20 @@ class ConsensusOperator:
         return s * self._product(s * X)
 
     def ones(self):
-        """The vector of ones over the elements (chunked like the rows of a chunked form)."""
+        """The vector of ones over the elements.
+
+        Returns
+        -------
+        ndarray of shape (n,)
+            Ones (a Dask array chunked like the rows for a chunked form).
+        """
         return np.ones(self.n)
 
     def hold(self, X):
-        """``X`` kept for reuse where the operator keeps its data: as it is for an
-        in-memory form; computed and held on the workers for a chunked one
-        (:mod:`sca.operators.chunked`), so that its graph is not run again.
+        """``X`` kept for reuse where the operator keeps its data.
+
+        As it is for an in-memory form; computed and held on the workers for a
+        chunked one (:mod:`sca.operators.chunked`), so its graph is not run again.
 
         Parameters
         ----------
