@@ -45,7 +45,7 @@ class BalanceResult:
     P : ConsensusOperator
         ``D S D`` (the same matrix data as S, scaled lazily).
     d : ndarray of shape (n,)
-        Diagonal of D.
+        Diagonal of D (a Dask array chunked like a chunked operator's rows).
     iterations : int
         The Sinkhorn-Knopp steps taken.
     residual : float
@@ -57,7 +57,7 @@ class BalanceResult:
         uncoupled (Sec. 2.1) and each component is balanced on its own.
         0 when not looked for.
     components : ndarray of int, shape (n,)
-        Each element's connected component.
+        Each element's connected component (a Dask array for a chunked operator).
 
     See Also
     --------
@@ -123,8 +123,9 @@ def balance(
         raise SCAError(
             f"max_iter must be a positive integer, got {max_iter!r}", "options.max_iterations"
         )
+    # Not looked for (a null draw): a read-only view of one zero, no n-sized array.
     n_components, components = (
-        S.components() if find_components else (0, np.zeros(S.n, dtype=np.int64))
+        S.components() if find_components else (0, np.broadcast_to(np.int64(0), (S.n,)))
     )
     # Row sums of n terms carry rounding error up to about n * eps: below that
     # floor a residual that has stopped falling is converged (at n = 1e6 it
@@ -148,7 +149,10 @@ def balance(
         if residual > previous:
             relax = 1.0  # over-relaxation overshot: plain symmetric steps from here
         previous = residual
-        d = d * np.power(rows, -relax / 2, out=rows)
+        if isinstance(rows, np.ndarray):
+            d = d * np.power(rows, -relax / 2, out=rows)
+        else:  # a chunked operator's Dask vector (sca.operators.chunked): held on its workers
+            d = S.hold(d * rows ** (-relax / 2))
         iterations += 1
     result = BalanceResult(
         S.scaled(d), d, iterations, residual, converged, n_components, components

@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from .balance import balance
+from .chunked_iteration import iterate_chunked
 from .errors import IterationError, SCAError
 from .inputs import membership_operator
 from .iteration import (
@@ -23,7 +24,7 @@ from .iteration import (
     random_start,
     solutions_of,
 )
-from .operators import ConsensusOperator
+from .operators import ChunkedLabelOperator, ConsensusOperator
 from .operators.kernels import one_blas_thread
 from .options import OPTIONS
 
@@ -116,6 +117,11 @@ def iterate(
     """
     check_iteration_options(P, k, starts, stable, max_iterations, split)
     n = P.n
+    block = 1 if split == "gaps" else (block or max(1, k - 1))
+    eps = 1e-3 / np.sqrt(n) if eps is None else eps
+    if isinstance(P, ChunkedLabelOperator) and split == "kmeans" and x0 is None and not trace:
+        if not reconsensus:  # n-sized data stays on the cluster (sca.chunked_iteration)
+            return iterate_chunked(P, k, seed, starts, stable, max_iterations, block, eps)
     if k == 1:
         labels = np.zeros(n, dtype=np.int64)
         return IterationResult(labels, 0, [(labels, 1.0)])
@@ -126,8 +132,6 @@ def iterate(
             # iteration, which never mixes them, could only find them again
             labels = canonical(components)
             return IterationResult(labels, 0, [(labels, 1.0)])
-    block = 1 if split == "gaps" else (block or max(1, k - 1))
-    eps = 1e-3 / np.sqrt(n) if eps is None else eps
     rng = np.random.default_rng(seed)
     X0 = np.column_stack([random_start(n, rng, eps) for _ in range(starts * block)])
     if x0 is not None:

@@ -100,12 +100,18 @@ def matching(labels, reference) -> np.ndarray:
         The mapping: ``mapping[c]`` is the reference cluster matched to cluster ``c`` (or -1
         when ``labels`` has more clusters).
     """
-    from scipy.optimize import linear_sum_assignment  # scipy.optimize is slow to import
-
     labels, reference = np.asarray(labels), np.asarray(reference)
     overlap = np.zeros((int(labels.max()) + 1, int(reference.max()) + 1))
     np.add.at(overlap, (labels, reference), 1)
-    rows, cols = linear_sum_assignment(-overlap)
+    return overlap_matching(overlap)
+
+
+def overlap_matching(overlap: np.ndarray) -> np.ndarray:
+    """:func:`matching` from the table of overlaps (``overlap[c, d]``: the elements
+    in cluster c of the labels and d of the reference)."""
+    from scipy.optimize import linear_sum_assignment  # scipy.optimize is slow to import
+
+    rows, cols = linear_sum_assignment(-np.asarray(overlap, dtype=float))
     mapping = np.full(overlap.shape[0], -1)
     mapping[rows] = cols
     return mapping

@@ -25,6 +25,7 @@ from .operators import (
     FactoredOperator,
     FactorOperator,
     SparseOperator,
+    chunked_label_operator,
     is_dask,
     label_operator,
 )
@@ -357,14 +358,14 @@ def membership_operator(labels, field: str = "labels") -> FactorOperator:
        (the consensus matrix).
     """
     if is_dask(labels):
-        op = label_operator(labels)
-        if op is None:
+        chunked = chunked_label_operator(labels)
+        if chunked is None:
             raise SCAError(
                 f"{field}: a Dask label matrix needs every element in every run, "
                 "with labels 0, 1, ... (not much more than n in all)",
                 field,
             )
-        return op
+        return chunked
     L = check_labels(labels, field)
     op = label_operator(L)
     if op is not None:

@@ -169,12 +169,11 @@ class _KMeansSplit:
             np.sort(rng.choice(n, self.SAMPLE, replace=False)) if n > self.SAMPLE else slice(None)
         )
 
-    def __call__(self, Y: np.ndarray) -> np.ndarray | None:
+    def fit(self, sample: np.ndarray):
+        """The k-means model of this step, fitted on the sampled rows."""
         from sklearn import config_context
         from sklearn.cluster import KMeans  # scikit-learn loads when a k-means split runs
 
-        Y = Y.reshape(Y.shape[0], -1)
-        sample = Y[self.sample]
         # A fresh k-means++ fit and the previous centres refined: keep the
         # better, so neither a bad first start nor a stale optimum persists.
         # Four fresh starts at first; one a step once the previous centres
@@ -189,8 +188,16 @@ class _KMeansSplit:
         with config_context(assume_finite=True, skip_parameter_validation=True):
             with threadpools().limit(limits=1):
                 best = min((m.fit(sample) for m in models), key=lambda m: m.inertia_)
-            labels = best.predict(Y)
         self.centres = best.cluster_centers_
+        return best
+
+    def __call__(self, Y: np.ndarray) -> np.ndarray | None:
+        from sklearn import config_context
+
+        Y = Y.reshape(Y.shape[0], -1)
+        best = self.fit(Y[self.sample])
+        with config_context(assume_finite=True, skip_parameter_validation=True):
+            labels = best.predict(Y)
         if np.count_nonzero(np.bincount(labels, minlength=self.k)) < self.k:
             return None
         return canonical(labels)
@@ -350,7 +357,7 @@ class _FactorSpace:
 
     def __init__(self, P: FactorOperator, G: np.ndarray, block: int):
         self.P, self.G, self.block = P, G, block
-        self.w = P.factor_transpose(np.ones(P.n))
+        self.w = P.factor_transpose(P.ones())
         self.Z: np.ndarray | None = None
 
     def step(self, Y: np.ndarray, cols: np.ndarray) -> np.ndarray | None:

@@ -107,7 +107,7 @@ def null_spectrum(null: ConsensusOperator, count: int) -> np.ndarray:
         balanced = exc.partial
     P = balanced.P
     if null.full_spectrum_cheap:
-        values = P.eigenvalues(None, few=True)
+        values = P.eigenvalues(min(null.n, null.rank_bound + 1), few=True)  # zeros past the rank
         if values.size > 1 and values[1] >= 1 - 1e-6:  # a disconnected null: rarely, but look
             values = values[null.components()[0] :]
         else:

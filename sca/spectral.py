@@ -427,7 +427,8 @@ def _eigenvalues(
     if k_hat is not None:
         return P.eigenvalues(min(k_hat, limit)), False, (limit if k_hat > limit else None)
     if P.full_spectrum_cheap:
-        values = P.eigenvalues(None)
+        # past the rank only zeros: one of them, not n - rank (an n-vector)
+        values = P.eigenvalues(min(P.n, P.rank_bound + 1))
         # the zeros past the rank of S (label runs) say nothing: keep one
         return values[: max(2, min(values.size, int(np.sum(values > ZERO)) + 1))], False, None
     wanted = min(max(int(max_k_hat), DEFAULT_K_HAT), P.n)

@@ -11,13 +11,16 @@ Every stage talks to S only through :class:`ConsensusOperator`
   runs, packed into combined codes (:mod:`~sca.operators.packing`) that the
   row-block kernels (:mod:`~sca.operators.kernels`, numba loops in
   :mod:`~sca.operators.compiled`) count and gather;
+* :mod:`~sca.operators.chunked` -- :class:`ChunkedLabelOperator`, the same on
+  a Dask label matrix, every vector over the elements kept on the cluster;
 * :mod:`~sca.operators.state` -- an operator as plain arrays, and back.
 
 The modules import one another in that order only (base; dense, sparse,
-factored; packing, kernels; labels; state).
+factored; packing, kernels; labels; chunked; state).
 """
 
 from .base import ConsensusOperator
+from .chunked import ChunkedLabelOperator, chunked_label_operator
 from .dense import DenseOperator
 from .factored import FactoredOperator, FactorOperator
 from .labels import LabelOperator, is_dask, label_operator, label_spans
@@ -25,12 +28,14 @@ from .sparse import SparseOperator
 from .state import operator_from_state, operator_state
 
 __all__ = [
+    "ChunkedLabelOperator",
     "ConsensusOperator",
     "DenseOperator",
     "FactorOperator",
     "FactoredOperator",
     "LabelOperator",
     "SparseOperator",
+    "chunked_label_operator",
     "is_dask",
     "label_operator",
     "label_spans",

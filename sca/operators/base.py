@@ -136,6 +136,34 @@ class ConsensusOperator:
         s = self.scale if X.ndim == 1 else self.scale[:, None]
         return s * self._product(s * X)
 
+    def ones(self):
+        """The vector of ones over the elements.
+
+        Returns
+        -------
+        ndarray of shape (n,)
+            Ones (a Dask array chunked like the rows for a chunked form).
+        """
+        return np.ones(self.n)
+
+    def hold(self, X):
+        """``X`` kept for reuse where the operator keeps its data.
+
+        As it is for an in-memory form; computed and held on the workers for a
+        chunked one (:mod:`sca.operators.chunked`), so its graph is not run again.
+
+        Parameters
+        ----------
+        X : array_like
+            A vector or block over the elements, as a product returned it.
+
+        Returns
+        -------
+        array_like
+            ``X``, held.
+        """
+        return X
+
     def row_sums(self) -> np.ndarray:
         """The row sums ``(D S D) e``.
 
@@ -144,7 +172,7 @@ class ConsensusOperator:
         ndarray of shape (n,)
             Each row's sum; all ones for a doubly stochastic P (Sec. 2.2).
         """
-        return self.matmat(np.ones(self.n))
+        return self.matmat(self.ones())
 
     @property
     def rank_bound(self) -> int:

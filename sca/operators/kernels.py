@@ -10,7 +10,8 @@ element instead of one index and one float per run and element:
 * ``H Y``: per group, a table of the runs' entries of Y summed for each
   combined code, gathered per element (:func:`mat`);
 * the Gram matrix ``H^T W H``: per pair of groups, weighted counts of the
-  pairs of combined codes (:func:`joint`).
+  pairs of combined codes (:func:`joint`), put onto the runs' labels
+  (:func:`block_gram`; the components' graph likewise, :func:`block_links`).
 
 Each kernel takes a block of columns of ``packed`` (a block of rows of the
 label matrix), so the same code serves an in-memory array and the chunks of
@@ -230,6 +231,69 @@ def joint(packed: np.ndarray, binoff: np.ndarray, w: np.ndarray, pairs, dtype=np
     shares = [np.arange(t, pa.size, parts) for t in range(parts)]
     _parallel([partial(c.joint_pairs, packed, w, pa, pb, B, mine, out) for mine in shares])
     return out.reshape(pa.size, B, B)
+
+
+def block_gram(
+    packed, binoff, w, pairs, marginal, index, K: int, dtype, single: bool = False
+) -> np.ndarray:
+    """The upper triangle of ``(DH)^T (DH)`` over the rows of ``packed`` (weights
+    ``w = d^2``), one row and column more for the marginals' padding: the
+    weighted counts of each group's codes and of each pair of groups' pairs of
+    codes, put onto the runs' labels.  Linear in the rows, so a chunked
+    operator sums the blocks' (K-sized) results.  ``single``: every group is one
+    run (runs of many labels), so its codes are its run's labels and the counts
+    of a pair of groups are G's block as they stand (the marginals are identities)."""
+    g = marginal.shape[0]
+    B = int(np.diff(binoff).max())
+    # A group with itself: each element's code paired with itself, so its
+    # block of counts is diagonal, the weighted counts of the group's codes.
+    own = rmat(packed, binoff, w[:, None]).ravel()
+    width = index.shape[1]
+    G = np.zeros((K + 1, K + 1))
+    if single:
+        for a in range(g):
+            size = binoff[a + 1] - binoff[a]
+            G[index[a, :size], index[a, :size]] = own[binoff[a] : binoff[a + 1]]
+        if len(pairs):
+            counts = joint(packed, binoff, w, pairs, dtype)
+            pa, pb = pairs.T
+            G[index[pa][:, :, None], index[pb][:, None, :]] = counts[:, :width, :width]
+        return G
+    # Onto the runs' labels: block (a, b) of G is marginal_a^T counts_ab marginal_b,
+    # one product per group on each side (marginals zero-padded to one shape).
+    for a in range(g):  # G's diagonal blocks, upper triangle
+        block = marginal[a, : binoff[a + 1] - binoff[a]]
+        G[np.ix_(index[a], index[a])] = np.triu(
+            block.T @ (own[binoff[a] : binoff[a + 1], None] * block)
+        )
+    if len(pairs):
+        counts = joint(packed, binoff, w, pairs, dtype)
+        pa, pb = pairs.T
+        right = np.empty((len(pairs), B, width), dtype=dtype)
+        for b in range(g):  # counts_ab marginal_b: one product per b
+            at = np.flatnonzero(pb == b)
+            right[at] = (counts[at].reshape(-1, B) @ marginal[b]).reshape(at.size, B, width)
+        blocks = np.empty((len(pairs), width, width))
+        for a in range(g):  # marginal_a^T (...): one product per a
+            at = np.flatnonzero(pa == a)
+            stacked = right[at].transpose(1, 0, 2).reshape(B, -1)
+            blocks[at] = (marginal[a].T @ stacked).reshape(width, at.size, width).transpose(1, 0, 2)
+        G[index[pa][:, :, None], index[pb][:, None, :]] = blocks  # disjoint cells
+    return G
+
+
+def block_links(packed, binoff, w, pairs, first, marginal, index, K: int) -> np.ndarray:
+    """For each run-0 label, the elements among the rows of ``packed`` that join
+    it to each cluster (``first``: a group-0 code's run-0 label), ``K + 1``
+    columns (the last the marginals' padding); nonzero where the cluster graph
+    has an edge.  A chunked operator sums the blocks' results."""
+    counts = joint(packed, binoff, w, pairs)
+    links = np.zeros((first.shape[1], K + 1))
+    for b in range(len(pairs)):
+        size = binoff[b + 1] - binoff[b]
+        seen = counts[b, : binoff[1], :size] > 0
+        links[:, index[b]] += first.T @ seen @ marginal[b, :size]
+    return links
 
 
 def _layout(groups, radix):

@@ -80,12 +80,12 @@ def label_spans(L) -> np.ndarray | None:
     return high.astype(np.int64) + 1
 
 
-def label_operator(L) -> LabelOperator | None:
-    """The operator of an ``n x r`` label matrix with every element in every run
-    and labels ``0..m`` not much sparser than n; None otherwise (the caller
+def label_codes(L) -> tuple | None:
+    """``(codes, spans)`` for an ``n x r`` label matrix with every element in every
+    run and labels ``0..m`` not much sparser than n; None otherwise (the caller
     then builds the sparse H).  ``L`` is used as is when its dtype is already
     the smallest that holds its labels (a memory-mapped ``.npy`` is not read
-    into memory); otherwise it is converted in row blocks."""
+    into memory); otherwise it is converted in row blocks (lazily for a Dask array)."""
     spans = label_spans(L)
     if spans is None:
         return None
@@ -99,7 +99,15 @@ def label_operator(L) -> LabelOperator | None:
             for lo in range(0, n, _BLOCK_ROWS):
                 codes[lo : lo + _BLOCK_ROWS] = L[lo : lo + _BLOCK_ROWS]
             L = codes
-    return LabelOperator(L, spans)
+    return L, spans
+
+
+def label_operator(L) -> LabelOperator | None:
+    """The operator of an in-memory ``n x r`` label matrix (:func:`label_codes`);
+    None when it needs the sparse H.  A Dask array's is
+    :func:`sca.operators.chunked.chunked_label_operator`."""
+    found = label_codes(L)
+    return None if found is None else LabelOperator(*found)
 
 
 class LabelOperator(FactorOperator):
@@ -125,6 +133,8 @@ class LabelOperator(FactorOperator):
     """
 
     kind = "labels"
+    #: Whether the label matrix is a Dask array (:mod:`sca.operators.chunked`).
+    chunked = False
     #: Run j owns columns ``groups[j]:groups[j + 1]`` of H (always known here).
     groups: np.ndarray
 
@@ -147,29 +157,24 @@ class LabelOperator(FactorOperator):
         (``codes`` of shape ``(groups, n)``)."""
         if limit not in self._packings.packed:
             grouping = layout(self.spans, limit)
-            groups, radix, dtype = grouping.groups, grouping.radix, grouping.dtype
-            if is_dask(self.codes):
-                codes = self.codes.rechunk({1: -1})
-                packed = codes.map_blocks(
-                    lambda block: kernels.pack(block, groups, radix, dtype).T,
-                    dtype=dtype,
-                    chunks=(codes.chunks[0], (len(groups),)),
-                ).T.persist()
-            else:
-                packed = kernels.pack(np.asarray(self.codes), groups, radix, dtype)
+            packed = self._pack(grouping)
             self._packings.packed[limit] = Packing(*grouping, codes=packed)
         return self._packings.packed[limit]
+
+    def _pack(self, grouping) -> np.ndarray:
+        """The codes packed by ``grouping`` (:func:`~sca.operators.packing.layout`)."""
+        return kernels.pack(np.asarray(self.codes), grouping.groups, grouping.radix, grouping.dtype)
 
     @property
     def wide(self) -> Packing | None:
         """Codes of up to :data:`WIDE_CODES` a group, row-major ``(n, groups)``, for
-        one-column products; None for a Dask array, or below
+        one-column products; None for a chunked label matrix, or below
         :data:`WIDE_MIN_RATIO` elements per code."""
         if not self._packings.wide_known:
             codes = sum(group_codes(self.spans, WIDE_CODES))
             self._packings.wide, self._packings.wide_known = None, True
             if (
-                not is_dask(self.codes)
+                not self.chunked
                 and self.n >= WIDE_MIN_RATIO * codes
                 and self.n >= kernels.COMPILED_MIN_ROWS
             ):
@@ -185,22 +190,15 @@ class LabelOperator(FactorOperator):
         return self._packings.wide
 
     def _map(self, kernel, *args, by_row=(), limit=PACKED_CODES, gather=False):
-        """``kernel(codes[:, block], binoff, *(a[block] for a in by_row), *args)`` for
-        each block of rows of the packing of ``limit`` codes, summed (``gather``:
-        concatenated, the kernel's rows being the elements'); in memory, one block."""
+        """``kernel(codes, binoff, *by_row, *args)`` on the packing of ``limit`` codes
+        (a chunked operator maps it over row blocks: its results summed, or,
+        with ``gather``, concatenated)."""
         packing = self._packed(limit)
-        binoff, packed = packing.binoff, packing.codes
-        if not is_dask(packed):
-            return kernel(packed, binoff, *by_row, *args)
-        import dask  # reached with a Dask label matrix only: Dask is an optional extra
+        return kernel(packing.codes, packing.binoff, *by_row, *args)
 
-        parts, lo = [], 0
-        for block, size in zip(packed.to_delayed().ravel(), packed.chunks[1]):
-            rows = (a[lo : lo + size] for a in by_row)
-            parts.append(dask.delayed(kernel)(block, binoff, *rows, *args))
-            lo += size
-        results = dask.compute(*parts)
-        return np.concatenate(results) if gather else sum(results)
+    def _weights(self) -> np.ndarray:
+        """The diagonal of ``D^2`` (ones unscaled), the Gram matrix's weights."""
+        return np.ones(self.n) if self.scale is None else self.scale**2
 
     @property
     def gram_cheap(self) -> bool:
@@ -227,7 +225,7 @@ class LabelOperator(FactorOperator):
     def _gram_limit(self) -> int:
         """The codes per group of the packing that the Gram matrix and the
         components are counted from."""
-        narrow = self.n < NARROW_MAX_N and not is_dask(self.codes)
+        narrow = self.n < NARROW_MAX_N and not self.chunked
         return NARROW_CODES if narrow else PACKED_CODES
 
     def marginals(self, limit: int = PACKED_CODES) -> Marginals:
@@ -240,7 +238,7 @@ class LabelOperator(FactorOperator):
     def threaded_kernels(self) -> bool:
         """Whether products run the compiled kernels on threads (see
         :func:`sca.operators.kernels.one_blas_thread`)."""
-        return not is_dask(self.codes) and self.n >= kernels.COMPILED_MIN_ROWS
+        return not self.chunked and self.n >= kernels.COMPILED_MIN_ROWS
 
     # -- the operator ----------------------------------------------------------
     @property
@@ -271,7 +269,7 @@ class LabelOperator(FactorOperator):
         """Whether products go through the sparse H: below
         :data:`~sca.operators.kernels.COMPILED_MIN_ROWS` elements in memory, where
         numpy's counts take a Python step for each group of runs and each column."""
-        return not is_dask(self.codes) and self.n < kernels.COMPILED_MIN_ROWS
+        return not self.chunked and self.n < kernels.COMPILED_MIN_ROWS
 
     def _left(self, X):
         K, wide = self.n_clusters, self.wide
@@ -322,68 +320,26 @@ class LabelOperator(FactorOperator):
     def gram(self, dtype=np.float64) -> np.ndarray:
         """``(DH)^T (DH)`` from weighted counts of pairs of combined codes (below
         :data:`JOINT_MIN_N` elements, dense products of H's row blocks are cheaper)."""
-        if not self._small or (self.n < JOINT_MIN_N and not is_dask(self.codes)):
+        if not self._small or (self.n < JOINT_MIN_N and not self.chunked):
             return super().gram(dtype)
         limit = self._gram_limit
         packing = self._packed(limit)
-        binoff, g = packing.binoff, len(packing.groups)
-        w = np.ones(self.n) if self.scale is None else self.scale**2
-        pairs = [(a, b) for a in range(g) for b in range(a + 1, g)]
-        B = int(np.diff(binoff).max())
-        # A group with itself: each element's code paired with itself, so its
-        # block of counts is diagonal, the weighted counts of the group's codes.
-        own = self._map(kernels.rmat, by_row=(w[:, None],), limit=limit).ravel()
-        if all(len(runs) == 1 for runs in packing.groups):
-            return self._gram_of_runs(own, pairs, w, limit, dtype)
-        # Onto the runs' labels: block (a, b) of G is marginal_a^T counts_ab marginal_b,
-        # one product per group on each side (marginals zero-padded to one shape).
+        g = len(packing.groups)
+        pairs = np.array([(a, b) for a in range(g) for b in range(a + 1, g)]).reshape(-1, 2)
         marginal, index = self.marginals(limit)
-        marginal = marginal.astype(dtype, copy=False)
-        width = index.shape[1]
-        G = np.zeros((self.n_clusters + 1, self.n_clusters + 1))
-        for a in range(g):  # G's diagonal blocks, upper triangle
-            block = marginal[a, : binoff[a + 1] - binoff[a]]
-            G[np.ix_(index[a], index[a])] = np.triu(
-                block.T @ (own[binoff[a] : binoff[a + 1], None] * block)
-            )
-        if pairs:
-            counts = self._map(
-                kernels.joint, np.array(pairs), np.dtype(dtype), by_row=(w,), limit=limit
-            )
-            pa, pb = np.array(pairs).T
-            right = np.empty((len(pairs), B, width), dtype=dtype)
-            for b in range(g):  # counts_ab marginal_b: one product per b
-                at = np.flatnonzero(pb == b)
-                right[at] = (counts[at].reshape(-1, B) @ marginal[b]).reshape(at.size, B, width)
-            blocks = np.empty((len(pairs), width, width))
-            for a in range(g):  # marginal_a^T (...): one product per a
-                at = np.flatnonzero(pa == a)
-                stacked = right[at].transpose(1, 0, 2).reshape(B, -1)
-                blocks[at] = (
-                    (marginal[a].T @ stacked).reshape(width, at.size, width).transpose(1, 0, 2)
-                )
-            G[index[pa][:, :, None], index[pb][:, None, :]] = blocks  # disjoint cells
+        G = self._map(
+            kernels.block_gram,
+            pairs,
+            marginal.astype(dtype, copy=False),
+            index,
+            self.n_clusters,
+            np.dtype(dtype),
+            all(len(runs) == 1 for runs in packing.groups),
+            by_row=(self._weights(),),
+            limit=limit,
+        )
         G = G[:-1, :-1]
         G = G + np.triu(G, 1).T
-        return G.astype(dtype, copy=False)
-
-    def _gram_of_runs(self, own, pairs, w, limit: int, dtype) -> np.ndarray:
-        """:meth:`gram` where every group is one run (runs of more than 16 labels, or
-        of more than 256 beyond :data:`NARROW_MAX_N`): a group's codes are its run's
-        labels, so the counts of a pair of groups are G's block as they stand, with
-        no products with the marginals (which would be identities)."""
-        K, offsets, spans = self.n_clusters, self.groups, self.spans
-        G = np.zeros((K, K))
-        if pairs:
-            counts = self._map(
-                kernels.joint, np.array(pairs), np.dtype(dtype), by_row=(w,), limit=limit
-            )
-            for (a, b), block in zip(pairs, counts):
-                G[offsets[a] : offsets[a + 1], offsets[b] : offsets[b + 1]] = block[
-                    : spans[a], : spans[b]
-                ]
-            G += G.T
-        G[np.diag_indices(K)] = own  # a run's own codes are its labels, in order
         return G.astype(dtype, copy=False)
 
     def _components(self):
@@ -396,19 +352,29 @@ class LabelOperator(FactorOperator):
         packing = self._packed(limit)
         binoff, g = packing.binoff, len(packing.groups)
         pairs = np.array([(0, b) for b in range(g)])  # group 0 against every group
-        counts = self._map(kernels.joint, pairs, by_row=(np.ones(self.n),), limit=limit)
         marginal, index = self.marginals(limit)
         first = marginal[0, : binoff[1], : self.spans[0]]  # combined code -> run-0 label
         K = self.n_clusters
-        graph = np.zeros((K, K + 1), dtype=bool)  # the last column: the marginals' padding
-        for b in range(g):
-            size = binoff[b + 1] - binoff[b]
-            seen = counts[b, : binoff[1], :size] > 0
-            graph[: self.spans[0], index[b]] |= (first.T @ seen @ marginal[b, :size]) > 0
-        graph = graph[:, :K]
+        links = self._map(
+            kernels.block_links,
+            pairs,
+            first,
+            marginal,
+            index,
+            K,
+            by_row=(self.ones(),),
+            limit=limit,
+        )
+        graph = np.zeros((K, K), dtype=bool)
+        graph[: self.spans[0]] = links[:, :K] > 0  # the last column: the marginals' padding
         _, labels = csgraph.connected_components(sp.csr_array(graph), directed=False)
-        run0 = np.asarray(self.codes[:, 0])
-        count_labels = np.unique(labels[run0], return_inverse=True)
+        used = np.diag(links[:, : self.spans[0]]) > 0  # each run-0 label's own column
+        return self._elements_components(labels[: self.spans[0]], used)
+
+    def _elements_components(self, run0: np.ndarray, used: np.ndarray) -> tuple:
+        """The components' count and each element's, from the component of each
+        run-0 label (``run0``; ``used``: the labels some element has)."""
+        count_labels = np.unique(run0[np.asarray(self.codes[:, 0])], return_inverse=True)
         return int(count_labels[0].size), count_labels[1].ravel()
 
     def _with_scale(self, scale):
@@ -420,14 +386,9 @@ class LabelOperator(FactorOperator):
         order of the elements, then each run rotated by its own random offset."""
         perm = rng.permutation(self.n)
         shifts = rng.integers(0, self.n, self.spans.size)
-        # A global shuffle: the Dask form gathers the labels for it (docs/scale.md).
         permuted = kernels.permuted_columns(np.asarray(self.codes), perm)  # (r, n)
         for j, shift in enumerate(shifts):
             permuted[j] = np.roll(permuted[j], shift)
-        if is_dask(self.codes):
-            import dask.array as da  # reached with a Dask label matrix only (optional extra)
-
-            return LabelOperator(da.from_array(permuted.T, chunks=self.codes.chunks), self.spans)
         null = LabelOperator(permuted.T, self.spans)
         if self._small:
             self._packed(self._gram_limit)  # S's Gram needs it too: then both are packed here

@@ -118,11 +118,14 @@ class Packings:
         Whether ``wide`` was decided.
     membership : tuple of two scipy.sparse.csr_array, or None
         ``H`` and ``H^T`` in CSR form, once built.
+    counts : ndarray of int, shape (r, max span), or None
+        Each run's label counts, once counted (a chunked operator's null draw).
     """
 
     packed: dict[int, Packing] = field(default_factory=dict)
     marginals: dict[int, Marginals] = field(default_factory=dict)
     wide: Packing | None = None
+    counts: np.ndarray | None = None
     wide_known: bool = False
     membership: tuple | None = None
 

@@ -212,7 +212,7 @@ def result_dict(
     --------
     cluster : Runs every stage and returns this dict.
     """
-    labels = result.labels
+    labels = np.asarray(result.labels)  # gathered from a chunked operator: the result lists them
     order = np.argsort(labels, kind="stable")  # members of each cluster, ascending
     bounds = np.cumsum(np.bincount(labels, minlength=int(labels.max()) + 1))[:-1]
     clusters = [members.tolist() for members in np.split(order, bounds)]
@@ -237,14 +237,14 @@ def result_dict(
         "notes": list(spectrum.get("notes", [])),
         "k_candidates": list(spectrum.get("k_candidates", [])),
         "k_scores": dict(spectrum.get("k_scores", {})),
-        "confidence": np.round(firm["elements"], 6).tolist(),
+        "confidence": np.round(np.asarray(firm["elements"]), 6).tolist(),
         "cluster_confidence": np.round(firm["clusters"], 6).tolist(),
         "cluster_uncoupling": np.round(firm["uncoupling"], 6).tolist(),
         "balancing": dict(balance),
         "iterations": result.iterations,
         "uncoupling": uncoupling,
         "solutions": [
-            {"labels": sol.tolist(), "frequency": freq} for sol, freq in result.solutions
+            {"labels": np.asarray(sol).tolist(), "frequency": freq} for sol, freq in result.solutions
         ],
         "failed_starts": result.failed_starts,
         "rounds": result.rounds,
@@ -252,7 +252,7 @@ def result_dict(
     if ids is not None:
         out["ids"] = list(ids)
     if result.membership is not None:
-        out["membership"] = np.round(result.membership, 6).tolist()
+        out["membership"] = np.round(np.asarray(result.membership), 6).tolist()
     if result.trace is not None:
         out["trace"] = [
             {

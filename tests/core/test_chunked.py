@@ -1,0 +1,128 @@
+"""A Dask label matrix clustered on a cluster of worker processes: the in-memory
+answer, with nothing of size n on the client (sca.operators.chunked,
+sca.chunked_iteration)."""
+
+import tracemalloc
+
+import numpy as np
+import pytest
+
+import sca
+from sca.planted import planted_runs, planted_truth
+
+da = pytest.importorskip("dask.array")
+distributed = pytest.importorskip("dask.distributed")
+subprocess_cluster = pytest.importorskip("distributed.deploy.subprocess")
+
+CHUNKS = 8
+
+
+def planted_stack(path, n: int, runs: int, seed: int):
+    """Planted label runs written as an npy stack of CHUNKS row chunks (the
+    workers read them; the client never holds them); returns the truth."""
+    rng = np.random.default_rng(seed)
+    truth = planted_truth(n, [1, 1, 2, 3], rng)
+    labels = planted_runs(truth, runs, 0.25, rng, dtype=np.uint8)
+    da.to_npy_stack(path, da.from_array(labels, chunks=(-(-n // CHUNKS), -1)))
+    return truth
+
+
+def client_peak(path):
+    """The stages on the stack at ``path``: their result and the client's peak
+    of traced memory (bytes) while they ran."""
+    tracemalloc.start()
+    try:
+        S = sca.membership_operator(da.from_npy_stack(str(path)))
+        found = sca.run_stages(S)
+        return found, tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+@pytest.mark.slow
+def test_chunked_stages_keep_n_sized_data_on_the_workers(tmp_path):
+    """Same k and partition as the in-memory operator, and the client's peak
+    memory does not grow with n: a quadrupled n (the same chunks) adds less
+    than a quarter of one n-vector of floats.  Gathering the labels (n x r
+    bytes), the scaling d, an iterate or the labels would each add several.
+
+    The scheduler and the workers run in processes of their own, so the
+    client's traced memory is the client's alone."""
+    small, large = 25_000, 100_000
+    runs = 40
+    truths = {n: planted_stack(tmp_path / str(n), n, runs, seed=n) for n in (small, large)}
+    with (
+        subprocess_cluster.SubprocessCluster(
+            n_workers=2,
+            threads_per_worker=1,
+            dashboard_address=":0",
+            worker_class="distributed.Worker",
+        ) as cluster,
+        distributed.Client(cluster),
+    ):
+        client_peak(tmp_path / str(small))  # imports and compiled kernels, once
+        (_, _, _, _), low = client_peak(tmp_path / str(small))
+        (balanced, spec, result, _), high = client_peak(tmp_path / str(large))
+        labels = np.asarray(result.labels)
+    assert high - low < 0.25 * 8 * (large - small), (low, high)
+    assert type(balanced.d) is da.Array and type(result.labels) is da.Array
+    assert result.labels.chunks == balanced.d.chunks == ((large // CHUNKS,) * CHUNKS,)
+    stack = tmp_path / str(large)
+    memory = np.concatenate([np.load(stack / f"{i}.npy") for i in range(CHUNKS)])
+    _, reference, in_memory, _ = sca.run_stages(sca.membership_operator(memory))
+    assert spec.k == reference.k == 4
+    assert sca.evaluate(labels, in_memory.labels)["ari"] == 1.0
+    assert sca.evaluate(labels, truths[large])["ari"] == 1.0
+
+
+@pytest.fixture(scope="module")
+def local_client():
+    """A cluster of two worker threads (the null draws' tasks are small)."""
+    with (
+        distributed.LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=False, dashboard_address=":0"
+        ) as cluster,
+        distributed.Client(cluster) as client,
+    ):
+        yield client
+
+
+def pair_statistic(codes: np.ndarray, a: int, b: int) -> float:
+    """The sum of squares of the joint counts of runs a and b: the pairs of
+    elements together in both (S's off-diagonal weight, up to constants)."""
+    table = np.zeros((codes[:, a].max() + 1, codes[:, b].max() + 1))
+    np.add.at(table, (codes[:, a], codes[:, b]), 1)
+    return float((table**2).sum())
+
+
+def test_chunked_null_draw_has_the_in_memory_null_distribution(local_client):
+    """The chunked null (hypergeometric counts per chunk, each chunk shuffled
+    locally) keeps every run's label counts exactly and moves labels across
+    chunks; its pair statistics match those of the in-memory null (one
+    permutation, each run rotated) within sampling error."""
+    rng = np.random.default_rng(11)
+    n, chunk = 600, 100
+    labels = planted_runs(planted_truth(n, [1, 2, 3], rng), 4, 0.2, rng, dtype=np.uint8)
+    chunked = sca.membership_operator(da.from_array(labels, chunks=(chunk, -1)))
+    in_memory = sca.membership_operator(labels)
+    counts = [np.bincount(labels[:, j], minlength=3) for j in range(4)]
+    draws = 200
+    stats: dict[str, list] = {"chunked": [], "memory": []}
+    first_chunk = []
+    draw_rng = np.random.default_rng(12)
+    for _ in range(draws):
+        null = np.asarray(chunked.null_draw(draw_rng).codes)
+        for j in range(4):
+            assert np.array_equal(np.bincount(null[:, j], minlength=3), counts[j])
+        first_chunk.append(np.count_nonzero(null[:chunk, 0] == 0))
+        stats["chunked"].append([pair_statistic(null, 0, 1), pair_statistic(null, 2, 3)])
+        null = np.asarray(in_memory.null_draw(draw_rng).codes)
+        stats["memory"].append([pair_statistic(null, 0, 1), pair_statistic(null, 2, 3)])
+    got, ref = np.array(stats["chunked"]), np.array(stats["memory"])
+    error = np.sqrt(got.var(axis=0, ddof=1) / draws + ref.var(axis=0, ddof=1) / draws)
+    assert np.all(np.abs(got.mean(axis=0) - ref.mean(axis=0)) < 4 * error)
+    assert got.std(axis=0).min() > 0  # the draws differ
+    # the first chunk's share of run 0's label 0: hypergeometric, mean counts * chunk / n
+    expected = counts[0][0] * chunk / n
+    spread = np.std(first_chunk, ddof=1)
+    assert spread > 0 and abs(np.mean(first_chunk) - expected) < 4 * spread / np.sqrt(draws)
