@@ -244,7 +244,8 @@ def result_dict(
         "iterations": result.iterations,
         "uncoupling": uncoupling,
         "solutions": [
-            {"labels": np.asarray(sol).tolist(), "frequency": freq} for sol, freq in result.solutions
+            {"labels": np.asarray(sol).tolist(), "frequency": freq}
+            for sol, freq in result.solutions
         ],
         "failed_starts": result.failed_starts,
         "rounds": result.rounds,
