@@ -49,6 +49,7 @@ from .ensemble import ensemble_items, ensemble_labels
 from .errors import BalancingError
 from .inputs import membership_operator
 from .operators.kernels import single_threaded
+from .pool import spread
 
 #: Reference data sets run through the ensemble.
 DRAWS = 4
@@ -126,7 +127,10 @@ def reference_spectra(X, ensemble, seed: int = 0, draws: int | None = None) -> n
     run through ``ensemble``.
 
     Each reference has the rows of X (at most :data:`MAX_REFERENCE_N`, drawn
-    at random) and :func:`reference_count` eigenvalues are read.
+    at random) and :func:`reference_count` eigenvalues are read.  The
+    references are drawn here, one after the other from one generator, and
+    each is then a task of its own (:func:`sca.pool.spread`): its ensemble's
+    runs one after the other, its balancing and eigenvalues, on one worker.
 
     Returns
     -------
@@ -139,15 +143,16 @@ def reference_spectra(X, ensemble, seed: int = 0, draws: int | None = None) -> n
         X = X[rng.choice(X.shape[0], MAX_REFERENCE_N, replace=False)]
     count = reference_count(ensemble, X.shape[0])
     seeds = rng.integers(0, 2**32 - 1, size=DRAWS if draws is None else draws)
+    tasks = [(reference_data(X, rng), ensemble, int(s), count) for s in seeds]
+    return np.array(spread(reference_spectrum, tasks))
+
+
+def reference_spectrum(reference, ensemble, seed: int, count: int) -> np.ndarray:
+    """:func:`eigenvalues_of` the ensemble's runs on one reference data set."""
     # one BLAS thread, as for the ensemble's runs: small eigenproblems on cores the
-    # runs already fill (two BLAS threads on a loaded machine oversubscribe its cores)
+    # other references fill (two BLAS threads on a loaded machine oversubscribe its cores)
     with single_threaded():
-        return np.array(
-            [
-                eigenvalues_of(ensemble_labels(reference_data(X, rng), ensemble, int(s)), count)
-                for s in seeds
-            ]
-        )
+        return eigenvalues_of(ensemble_labels(reference, ensemble, seed, n_jobs=1), count)
 
 
 @dataclass(frozen=True)
