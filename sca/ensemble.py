@@ -304,6 +304,13 @@ def ensemble_predict(models: np.ndarray, groups: np.ndarray, algorithms, X) -> n
     return labels
 
 
+def ensemble_work(X, plan: list[dict]) -> float:
+    """The plan's work on X, for :func:`sca.pool.spread`: rows x columns x the
+    sum of the runs' k (a k-means iteration's multiply-adds; NMF's alike)."""
+    rows = min(X.shape[0], KMEANS_SUBSAMPLE)
+    return float(rows) * X.shape[1] * sum(run["k"] for run in plan)
+
+
 def _fit_runs(X, plan: list[dict], n_jobs: int | None, progress) -> list[tuple]:
     """:func:`ensemble_model` of every run of ``plan``, in the plan's order.
 
@@ -324,7 +331,9 @@ def _fit_runs(X, plan: list[dict], n_jobs: int | None, progress) -> list[tuple]:
     # list without its filter while another thread's run is still warning.
     with warnings.catch_warnings(), single_threaded():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        return spread(ensemble_model, [(X, run) for run in plan], n_jobs, progress)
+        return spread(
+            ensemble_model, [(X, run) for run in plan], n_jobs, progress, ensemble_work(X, plan)
+        )
 
 
 def ensemble_labels(X, spec, seed: int = 0, progress=None, n_jobs: int | None = None) -> np.ndarray:

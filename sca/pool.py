@@ -10,9 +10,12 @@ alone.  Worker processes (joblib's loky, reused from job to job) each have a
 GIL of their own; joblib gives each one BLAS/OpenMP thread per core it owns
 (one here) and shares arrays above a megabyte with them by a memory map.
 
-Processes cannot always be started: a daemonic process (a Celery prefork
-pool's child) may have no children.  There the tasks go to threads, as they
-do with one worker or one task.
+Starting the workers costs about as much as a 1,000 x 20 ensemble (each
+imports scikit-learn): tasks of less work (:data:`PROCESS_MIN_WORK`) run on
+the calling thread until a larger job of the process has started them, and
+after that on them.  Processes cannot always be started: a daemonic process
+(a Celery prefork pool's child) may have no children; there the tasks go to
+threads.
 """
 
 from __future__ import annotations
@@ -29,6 +32,11 @@ from .errors import SCAError
 #: Chunks of tasks per worker process: several, so that a worker that finishes early
 #: (the machine's other load) takes another; each chunk is one message each way.
 CHUNKS_PER_WORKER = 4
+#: Least work (an estimate, see :func:`spread`) for which worker processes are
+#: started; once started they take every task of more than one worker.
+PROCESS_MIN_WORK = 2e7
+
+_started: set[int] = set()  # the processes (ids) whose workers have been started
 
 
 def workers(n_jobs: int | None) -> int:
@@ -51,12 +59,16 @@ def _chunk(fn, items: list) -> list:
     return [fn(*item) for item in items]
 
 
-def spread(fn, items: list, n_jobs: int | None = None, progress=None) -> list:
+def spread(
+    fn, items: list, n_jobs: int | None = None, progress=None, work: float = float("inf")
+) -> list:
     """``fn(*item)`` for each of ``items``, in their order, over ``n_jobs`` workers.
 
     Worker processes where this process may start them (:func:`processes_allowed`),
     ``fn`` then being importable or picklable, its items and results picklable;
-    else threads.  One worker, or one item: this thread.
+    else threads.  One worker, one item, or less ``work`` than
+    :data:`PROCESS_MIN_WORK` while no worker process has been started: this
+    thread (one scikit-learn run holds the GIL too often for threads to gain).
 
     Parameters
     ----------
@@ -70,6 +82,9 @@ def spread(fn, items: list, n_jobs: int | None = None, progress=None) -> list:
         ``progress(done, total)``, called on this thread as tasks finish (with
         processes, a chunk of tasks at a time); if it raises, the tasks not yet
         started are dropped.
+    work : float, optional
+        All the tasks' work, as the ensemble counts it: rows x columns x the
+        sum of the runs' k (:func:`sca.ensemble.ensemble_work`).
 
     Returns
     -------
@@ -83,7 +98,8 @@ def spread(fn, items: list, n_jobs: int | None = None, progress=None) -> list:
     """
     count = min(workers(n_jobs), len(items))
     total = len(items)
-    if count <= 1:
+    started = os.getpid() in _started
+    if count <= 1 or (work < PROCESS_MIN_WORK and not started):
         results = []
         for item in items:
             results.append(fn(*item))
@@ -91,6 +107,7 @@ def spread(fn, items: list, n_jobs: int | None = None, progress=None) -> list:
                 progress(len(results), total)
         return results
     if processes_allowed():
+        _started.add(os.getpid())
         return _on_processes(fn, items, count, progress)
     return _on_threads(fn, items, count, progress)
 

@@ -45,7 +45,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .balance import balance
-from .ensemble import ensemble_items, ensemble_labels
+from .ensemble import ensemble_items, ensemble_labels, ensemble_plan, ensemble_work
 from .errors import BalancingError
 from .inputs import membership_operator
 from .operators.kernels import single_threaded
@@ -171,12 +171,14 @@ def reference_spectra(
     # every reference drawn, whether it runs or not: the generator's stream, and so
     # each reference, is the same as when all run
     tasks = [(reference_data(X, rng), ensemble, int(s), count) for s in seeds]
+    each = ensemble_work(X, ensemble_plan(ensemble))
     if eigenvalues is None or len(tasks) <= FIRST_DRAWS:
-        return np.array(spread(reference_spectrum, tasks))
-    first = np.array(spread(reference_spectrum, tasks[:FIRST_DRAWS]))
+        return np.array(spread(reference_spectrum, tasks, work=each * len(tasks)))
+    first = np.array(spread(reference_spectrum, tasks[:FIRST_DRAWS], work=each * FIRST_DRAWS))
     if settled(eigenvalues(count), first):
         return first
-    return np.concatenate([first, spread(reference_spectrum, tasks[FIRST_DRAWS:])])
+    others = tasks[FIRST_DRAWS:]
+    return np.concatenate([first, spread(reference_spectrum, others, work=each * len(others))])
 
 
 def reference_spectrum(reference, ensemble, seed: int, count: int) -> np.ndarray:

@@ -29,8 +29,9 @@ def blobs():
     return X - X.min(), truth  # nonnegative, for the NMF runs
 
 
-def test_parallel_runs_give_the_labels_of_one_worker(blobs):
+def test_parallel_runs_give_the_labels_of_one_worker(blobs, monkeypatch):
     X, _ = blobs
+    monkeypatch.setattr(sca.pool, "PROCESS_MIN_WORK", 0)  # on worker processes
     one = sca.ensemble_labels(X, SPEC, seed=5, n_jobs=1)
     assert np.array_equal(sca.ensemble_labels(X, SPEC, seed=5, n_jobs=2), one)
     assert np.array_equal(sca.ensemble_labels(X, SPEC, seed=5), one)
@@ -110,6 +111,7 @@ def test_worker_processes_have_one_blas_and_one_openmp_thread():
 
 def test_threads_give_the_labels_of_processes(blobs, monkeypatch):
     X, _ = blobs
+    monkeypatch.setattr(sca.pool, "PROCESS_MIN_WORK", 0)
     on_processes = sca.ensemble_fit(X, SPEC, seed=5, n_jobs=2)
     monkeypatch.setattr(sca.pool, "processes_allowed", lambda: False)
     on_threads = sca.ensemble_fit(X, SPEC, seed=5, n_jobs=2)
@@ -117,15 +119,30 @@ def test_threads_give_the_labels_of_processes(blobs, monkeypatch):
         assert np.array_equal(on_threads[key], on_processes[key])
 
 
+def _where(_):
+    return os.getpid(), threading.get_ident()
+
+
+def test_little_work_runs_on_this_thread_until_processes_have_started(monkeypatch):
+    monkeypatch.setattr(sca.pool, "_started", set())
+    here = (os.getpid(), threading.get_ident())
+    items = [(j,) for j in range(6)]
+    assert set(sca.pool.spread(_where, items, n_jobs=2, work=1.0)) == {here}
+    assert here not in sca.pool.spread(_where, items, n_jobs=2)  # much work: processes
+    # started: now little work goes to them too
+    assert here not in sca.pool.spread(_where, items, n_jobs=2, work=1.0)
+
+
 def _in_a_daemon(X, out):
     out.put(sca.ensemble_labels(X, SPEC, seed=5, n_jobs=2))
 
 
-def test_a_daemonic_process_runs_the_ensemble_on_threads(blobs):
+def test_a_daemonic_process_runs_the_ensemble_on_threads(blobs, monkeypatch):
     """A Celery prefork child is daemonic: it may start no process of its own."""
     context = multiprocessing.get_context("fork")
     out = context.Queue()
     child = context.Process(target=_in_a_daemon, args=(blobs[0], out), daemon=True)
+    monkeypatch.setattr(sca.pool, "PROCESS_MIN_WORK", 0)
     child.start()
     labels = out.get(timeout=120)
     child.join(10)
