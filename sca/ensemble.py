@@ -231,6 +231,7 @@ def ensemble_model(X, run: dict) -> tuple[np.ndarray, np.ndarray]:
     SCAError
         With ``field="ensemble"`` when the run's algorithm is unknown.
     """
+    from sklearn import config_context
     from sklearn.cluster import KMeans  # scikit-learn loads when an ensemble runs
     from sklearn.decomposition import NMF
     from sklearn.exceptions import ConvergenceWarning
@@ -238,7 +239,13 @@ def ensemble_model(X, run: dict) -> tuple[np.ndarray, np.ndarray]:
 
     X = np.asarray(X)
     k, seed = int(run["k"]), int(run["seed"])
-    with warnings.catch_warnings(), single_threaded():
+    # the estimators' parameters come from a checked plan (ensemble_items): scikit-learn's
+    # own check of them, on every run, is skipped (the data is still checked)
+    with (
+        warnings.catch_warnings(),
+        single_threaded(),
+        config_context(skip_parameter_validation=True),
+    ):
         warnings.simplefilter("ignore", ConvergenceWarning)
         if run["algorithm"] == "kmeans":
             n = X.shape[0]
