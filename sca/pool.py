@@ -51,8 +51,12 @@ def workers(n_jobs: int | None) -> int:
 
 
 def processes_allowed() -> bool:
-    """Whether this process may start worker processes (a daemonic one may not)."""
-    return not multiprocessing.current_process().daemon
+    """Whether this process may start worker processes: not a daemonic one, and
+    with a joblib (scikit-learn's) that gives results as they come (1.3 on)."""
+    import joblib
+
+    version = tuple(int(part) for part in joblib.__version__.split(".")[:2] if part.isdigit())
+    return not multiprocessing.current_process().daemon and version >= (1, 3)
 
 
 def _chunk(fn, items: list) -> list:
