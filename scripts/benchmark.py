@@ -54,7 +54,7 @@ from pathlib import Path
 
 import first_job
 import numpy as np
-from shared import PEER_MAX_N, PERFORMANCE_DOC, spectral_clustering, write_table
+from shared import PEER_MAX_N, PERFORMANCE_DOC, cpu_seconds, spectral_clustering, write_table
 
 #: Above this n the second (tracemalloc) pass and the k rule's separate timing are skipped.
 TRACED_MAX_N = 1_000_000
@@ -298,34 +298,10 @@ def _raw_size(text: str) -> tuple[int, int]:
     return n, d
 
 
-def _children_cpu(pid: int) -> float:
-    """CPU seconds of the live descendants of ``pid`` (the ensemble's worker
-    processes), from Linux's /proc; 0.0 elsewhere."""
-    total = 0.0
-    try:
-        tasks = Path(f"/proc/{pid}/task").iterdir()
-        children = [int(c) for t in tasks for c in (t / "children").read_text().split()]
-    except OSError:
-        return 0.0
-    for child in children:
-        try:
-            fields = Path(f"/proc/{child}/stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-        total += _children_cpu(child)
-    return total
-
-
-def _cpu() -> float:
-    """CPU seconds of this process's threads and of its live worker processes."""
-    return time.process_time() + _children_cpu(os.getpid())
-
-
 def _timed(fn) -> dict:
-    t, c = time.perf_counter(), _cpu()
+    t, c = time.perf_counter(), cpu_seconds()
     out = fn()
-    return {"wall": time.perf_counter() - t, "cpu": _cpu() - c, "out": out}
+    return {"wall": time.perf_counter() - t, "cpu": cpu_seconds() - c, "out": out}
 
 
 def raw_peer(X: np.ndarray, seed: int) -> int:
