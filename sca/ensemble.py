@@ -346,8 +346,9 @@ def _fit_runs(X, plan: list[dict], n_jobs: int | None, progress) -> list[tuple]:
 def ensemble_labels(X, spec, seed: int = 0, progress=None, n_jobs: int | None = None) -> np.ndarray:
     """Run a whole ensemble and return its label matrix.
 
-    The runs are spread over ``n_jobs`` threads (None: one per core this
-    process may use), each run on one BLAS/OpenMP thread; the labels are the
+    The runs are spread over ``n_jobs`` workers (:func:`sca.pool.spread`:
+    worker processes, or threads; None: one per core this process may use),
+    each run on one BLAS/OpenMP thread; the labels are the
     same for any ``n_jobs``, each run having its own seed.
 
     Parameters
@@ -363,7 +364,8 @@ def ensemble_labels(X, spec, seed: int = 0, progress=None, n_jobs: int | None = 
     progress : callable, optional
         ``progress(done, total)`` is called after each run when given.
     n_jobs : int, optional
-        Threads for the runs; None for one per core this process may use.
+        Workers for the runs (:func:`sca.pool.spread`); None for one per core
+        this process may use.
 
     Returns
     -------
@@ -420,7 +422,8 @@ def ensemble_fit(X, spec, seed: int = 0, progress=None, n_jobs: int | None = Non
     progress : callable, optional
         ``progress(done, total)`` is called after each run when given.
     n_jobs : int, optional
-        Threads for the runs; None for one per core this process may use.
+        Workers for the runs (:func:`sca.pool.spread`); None for one per core
+        this process may use.
 
     Returns
     -------
