@@ -15,9 +15,7 @@ same whichever process or thread performs it.
 
 from __future__ import annotations
 
-import os
 import warnings
-from concurrent.futures import ThreadPoolExecutor, as_completed
 
 import numpy as np
 
@@ -25,6 +23,7 @@ from .errors import SCAError
 from .inputs import check_data
 from .operators.kernels import single_threaded
 from .options import ALGORITHMS
+from .pool import spread
 
 #: Iteration cap of one multiplicative-update NMF run.
 NMF_MAX_ITER = 500
@@ -232,6 +231,7 @@ def ensemble_model(X, run: dict) -> tuple[np.ndarray, np.ndarray]:
     SCAError
         With ``field="ensemble"`` when the run's algorithm is unknown.
     """
+    from sklearn import config_context
     from sklearn.cluster import KMeans  # scikit-learn loads when an ensemble runs
     from sklearn.decomposition import NMF
     from sklearn.exceptions import ConvergenceWarning
@@ -239,7 +239,13 @@ def ensemble_model(X, run: dict) -> tuple[np.ndarray, np.ndarray]:
 
     X = np.asarray(X)
     k, seed = int(run["k"]), int(run["seed"])
-    with warnings.catch_warnings(), single_threaded():
+    # the estimators' parameters come from a checked plan (ensemble_items): scikit-learn's
+    # own check of them, on every run, is skipped (the data is still checked)
+    with (
+        warnings.catch_warnings(),
+        single_threaded(),
+        config_context(skip_parameter_validation=True),
+    ):
         warnings.simplefilter("ignore", ConvergenceWarning)
         if run["algorithm"] == "kmeans":
             n = X.shape[0]
@@ -305,65 +311,44 @@ def ensemble_predict(models: np.ndarray, groups: np.ndarray, algorithms, X) -> n
     return labels
 
 
-def _workers(n_jobs: int | None) -> int:
-    """Threads for the runs: ``n_jobs``, or the cores this process may use."""
-    if n_jobs is not None:
-        if isinstance(n_jobs, bool) or not isinstance(n_jobs, (int, np.integer)) or n_jobs < 1:
-            raise SCAError(f"n_jobs must be a positive integer or None, got {n_jobs!r}", "n_jobs")
-        return int(n_jobs)
-    if hasattr(os, "sched_getaffinity"):
-        return max(1, len(os.sched_getaffinity(0)))
-    return max(1, os.cpu_count() or 1)
+def ensemble_work(X, plan: list[dict]) -> float:
+    """The plan's work on X, for :func:`sca.pool.spread`: rows x columns x the
+    sum of the runs' k (a k-means iteration's multiply-adds; NMF's alike)."""
+    rows = min(X.shape[0], KMEANS_SUBSAMPLE)
+    return float(rows) * X.shape[1] * sum(run["k"] for run in plan)
 
 
 def _fit_runs(X, plan: list[dict], n_jobs: int | None, progress) -> list[tuple]:
     """:func:`ensemble_model` of every run of ``plan``, in the plan's order.
 
-    The runs go to a pool of threads, one per core, rather than to processes
-    (joblib's loky): scikit-learn's k-means and NMF spend their time in
-    compiled loops and BLAS calls that release the GIL, so threads run them in
-    parallel, sharing X where processes would first start and be sent a copy
-    of it (or a memory map), which costs more than the runs of a small
-    ensemble.  ``progress(done, total)`` is called on this thread as runs
-    finish; if it (or a run) raises, the runs not yet started are cancelled.
+    The runs are spread over the cores by :func:`sca.pool.spread`: on worker
+    processes, each with a GIL of its own (scikit-learn's per-run Python holds
+    one process's GIL: two threads ran a 1,000-row ensemble no faster than one),
+    or on threads where no process may be started.  ``progress(done, total)``
+    is called on this thread as runs finish; if it (or a run) raises, the runs
+    not yet started are dropped.
     """
     from sklearn.exceptions import ConvergenceWarning
 
-    workers = min(_workers(n_jobs), len(plan))
-    # Both held across all the runs, not only around each.  BLAS's limit is
-    # the process's: put back between two runs while another was under way,
-    # it multiplied the ensemble's CPU time (BLAS's own threads, woken, spin
-    # beside the runs).  The warning filters are the process's too: a run's
-    # own catch_warnings, left on one thread, restores a list without its
-    # filter while another thread's run is still warning.
+    # Both held across all the runs of this process's threads, not only around
+    # each.  BLAS's limit is the process's: put back between two runs while
+    # another was under way, it multiplied the ensemble's CPU time (BLAS's own
+    # threads, woken, spin beside the runs).  The warning filters are the
+    # process's too: a run's own catch_warnings, left on one thread, restores a
+    # list without its filter while another thread's run is still warning.
     with warnings.catch_warnings(), single_threaded():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        if workers == 1:
-            fitted = []
-            for j, run in enumerate(plan):
-                fitted.append(ensemble_model(X, run))
-                if progress is not None:
-                    progress(j + 1, len(plan))
-            return fitted
-        with ThreadPoolExecutor(workers, thread_name_prefix="sca-ensemble") as pool:
-            futures = [pool.submit(ensemble_model, X, run) for run in plan]
-            try:
-                for done, future in enumerate(as_completed(futures), 1):
-                    future.result()
-                    if progress is not None:
-                        progress(done, len(plan))
-            except BaseException:
-                for future in futures:
-                    future.cancel()
-                raise
-            return [future.result() for future in futures]
+        return spread(
+            ensemble_model, [(X, run) for run in plan], n_jobs, progress, ensemble_work(X, plan)
+        )
 
 
 def ensemble_labels(X, spec, seed: int = 0, progress=None, n_jobs: int | None = None) -> np.ndarray:
     """Run a whole ensemble and return its label matrix.
 
-    The runs are spread over ``n_jobs`` threads (None: one per core this
-    process may use), each run on one BLAS/OpenMP thread; the labels are the
+    The runs are spread over ``n_jobs`` workers (:func:`sca.pool.spread`:
+    worker processes, or threads; None: one per core this process may use),
+    each run on one BLAS/OpenMP thread; the labels are the
     same for any ``n_jobs``, each run having its own seed.
 
     Parameters
@@ -379,7 +364,8 @@ def ensemble_labels(X, spec, seed: int = 0, progress=None, n_jobs: int | None = 
     progress : callable, optional
         ``progress(done, total)`` is called after each run when given.
     n_jobs : int, optional
-        Threads for the runs; None for one per core this process may use.
+        Workers for the runs (:func:`sca.pool.spread`); None for one per core
+        this process may use.
 
     Returns
     -------
@@ -436,7 +422,8 @@ def ensemble_fit(X, spec, seed: int = 0, progress=None, n_jobs: int | None = Non
     progress : callable, optional
         ``progress(done, total)`` is called after each run when given.
     n_jobs : int, optional
-        Threads for the runs; None for one per core this process may use.
+        Workers for the runs (:func:`sca.pool.spread`); None for one per core
+        this process may use.
 
     Returns
     -------

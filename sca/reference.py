@@ -45,13 +45,22 @@ from dataclasses import dataclass
 import numpy as np
 
 from .balance import balance
-from .ensemble import ensemble_items, ensemble_labels
+from .ensemble import ensemble_items, ensemble_labels, ensemble_plan, ensemble_work
 from .errors import BalancingError
 from .inputs import membership_operator
 from .operators.kernels import single_threaded
+from .pool import spread
 
 #: Reference data sets run through the ensemble.
 DRAWS = 4
+#: Reference data sets run first; the others only when these leave k in doubt
+#: (:func:`settled`).
+FIRST_DRAWS = 2
+#: k is settled by the first references when λ2 ... λk each stand this far above
+#: every one of theirs (log scale: a tenth higher) ...
+SETTLED_EXCESS = float(np.log(1.1))
+#: ... the spectrum falls after λk by this many of their standard deviations ...
+SETTLED_Z = 6.0
 #: An eigenvalue is signal above the references' mean plus this many standard
 #: deviations (of log λ).
 MARGIN_Z = 2.0
@@ -121,17 +130,37 @@ def eigenvalues_of(labels, count: int) -> np.ndarray:
     return np.concatenate([values, np.zeros(count - values.size)])
 
 
-def reference_spectra(X, ensemble, seed: int = 0, draws: int | None = None) -> np.ndarray:
+def reference_spectra(
+    X, ensemble, seed: int = 0, draws: int | None = None, eigenvalues=None
+) -> np.ndarray:
     """Eigenvalues of P for ``draws`` (default :data:`DRAWS`) reference data sets
     run through ``ensemble``.
 
     Each reference has the rows of X (at most :data:`MAX_REFERENCE_N`, drawn
-    at random) and :func:`reference_count` eigenvalues are read.
+    at random) and :func:`reference_count` eigenvalues are read.  The
+    references are drawn here, one after the other from one generator, and
+    each is then a task of its own (:func:`sca.pool.spread`): its ensemble's
+    runs one after the other, its balancing and eigenvalues, on one worker.
+    Given the data's eigenvalues, the first :data:`FIRST_DRAWS` references run
+    alone, and the others only when those leave k in doubt (:func:`settled`).
+
+    Parameters
+    ----------
+    X : ndarray of shape (n, m)
+        The data as the ensemble sees it (after ``scale``).
+    ensemble : list of dict
+        The ensemble the data ran through.
+    seed : int, default 0
+    draws : int, optional
+        Reference data sets (default :data:`DRAWS`).
+    eigenvalues : callable, optional
+        ``eigenvalues(count)``: the data's ``count`` largest eigenvalues of P.
 
     Returns
     -------
     ndarray of shape (draws, count)
-        Descending within each row, zero-padded.
+        Descending within each row, zero-padded; :data:`FIRST_DRAWS` rows
+        when those settled k.
     """
     X = np.asarray(X, dtype=float)
     rng = np.random.default_rng([int(seed), 0x5EF])
@@ -139,15 +168,25 @@ def reference_spectra(X, ensemble, seed: int = 0, draws: int | None = None) -> n
         X = X[rng.choice(X.shape[0], MAX_REFERENCE_N, replace=False)]
     count = reference_count(ensemble, X.shape[0])
     seeds = rng.integers(0, 2**32 - 1, size=DRAWS if draws is None else draws)
+    # every reference drawn, whether it runs or not: the generator's stream, and so
+    # each reference, is the same as when all run
+    tasks = [(reference_data(X, rng), ensemble, int(s), count) for s in seeds]
+    each = ensemble_work(X, ensemble_plan(ensemble))
+    if eigenvalues is None or len(tasks) <= FIRST_DRAWS:
+        return np.array(spread(reference_spectrum, tasks, work=each * len(tasks)))
+    first = np.array(spread(reference_spectrum, tasks[:FIRST_DRAWS], work=each * FIRST_DRAWS))
+    if settled(eigenvalues(count), first):
+        return first
+    others = tasks[FIRST_DRAWS:]
+    return np.concatenate([first, spread(reference_spectrum, others, work=each * len(others))])
+
+
+def reference_spectrum(reference, ensemble, seed: int, count: int) -> np.ndarray:
+    """:func:`eigenvalues_of` the ensemble's runs on one reference data set."""
     # one BLAS thread, as for the ensemble's runs: small eigenproblems on cores the
-    # runs already fill (two BLAS threads on a loaded machine oversubscribe its cores)
+    # other references fill (two BLAS threads on a loaded machine oversubscribe its cores)
     with single_threaded():
-        return np.array(
-            [
-                eigenvalues_of(ensemble_labels(reference_data(X, rng), ensemble, int(s)), count)
-                for s in seeds
-            ]
-        )
+        return eigenvalues_of(ensemble_labels(reference, ensemble, seed, n_jobs=1), count)
 
 
 @dataclass(frozen=True)
@@ -155,7 +194,8 @@ class ReferenceChoice:
     """k against the references: ``k``, ``k_signal`` (eigenvalues above the
     references, λ1 included), ``floor`` (the threshold of λ2) and ``floors`` (that
     of each eigenvalue from λ2 on), the excess drop at k and its size in the
-    references' standard deviations (``z``), and ``notes``."""
+    references' standard deviations (``z``), ``notes``, and ``runner``: another cut
+    nearly as clear (0: none)."""
 
     k: int
     k_signal: int
@@ -164,6 +204,7 @@ class ReferenceChoice:
     z: float
     notes: tuple
     floors: tuple = ()
+    runner: int = 0
 
 
 def reference_k(eigenvalues, references) -> ReferenceChoice:
@@ -230,9 +271,39 @@ def reference_k(eigenvalues, references) -> ReferenceChoice:
         f"λ{k + 1} = {np.exp(data[k]):.3f}), {z:.1f} reference standard deviations"
     ]
     others = np.delete(drops[1:top], k - 2)
+    runner = 0
     if others.size and others.max() > NEAR * drop:
         runner = 2 + int(np.flatnonzero(drops[1:top] == others.max())[0])
         notes.append(
             f"the cut at k = {k} is not much clearer than at k = {runner}: both are plausible"
         )
-    return ReferenceChoice(k, k_signal, floor, drop, z, tuple(notes), floors)
+    return ReferenceChoice(k, k_signal, floor, drop, z, tuple(notes), floors, runner)
+
+
+def settled(eigenvalues, references) -> bool:
+    """Whether the first references already settle k, so that more would not move it.
+
+    Only a clear structure is settled: k >= 2, λ2 ... λk each above every
+    reference's by :data:`SETTLED_EXCESS` (log scale), the spectrum falling
+    after λk by :data:`SETTLED_Z` of the references' standard deviations
+    (floored at :data:`MIN_DROP_SD`: a fall of at least 0.3 on the log scale),
+    and no other cut nearly as clear.  k = 1 and every doubtful case are
+    decided against all :data:`DRAWS` references.
+
+    Parameters
+    ----------
+    eigenvalues : array-like
+        P's largest eigenvalues, descending (λ1 = 1).
+    references : ndarray of shape (draws, count)
+        The first references' (:func:`reference_spectra`).
+
+    Returns
+    -------
+    bool
+    """
+    choice = reference_k(eigenvalues, references)
+    if choice.k < 2 or choice.z < SETTLED_Z or choice.runner:
+        return False
+    data = np.log(np.maximum(np.asarray(eigenvalues, dtype=float)[1 : choice.k], TINY))
+    refs = np.log(np.maximum(np.asarray(references, dtype=float)[:, 1 : choice.k], TINY))
+    return bool(np.all(data - refs.max(axis=0) >= SETTLED_EXCESS))

@@ -246,6 +246,7 @@ def spectrum(
     seed: int = 0,
     max_k_hat: int = MAX_K_HAT,
     reference: np.ndarray | None = None,
+    known: dict | None = None,
 ) -> SpectrumResult:
     """Eigenvalues of P and the number of clusters.
 
@@ -273,6 +274,9 @@ def spectrum(
         Eigenvalues of P for reference data without clusters run through
         the same ensemble (:func:`sca.reference.reference_spectra`); with
         the ``"noise"`` rule they replace the permuted null.
+    known : dict, optional
+        With ``reference``: :func:`eigenvalues_for_reference` of P already
+        computed, by their count (for the references' early stop).
 
     Returns
     -------
@@ -299,7 +303,9 @@ def spectrum(
     n = P.n
     fixed = check_spectrum_options(n, k, k_hat, min_k, max_k, rule)
     if rule == "noise" and reference is not None:
-        return _against_reference(P, np.asarray(reference, dtype=float), k, fixed, min_k, max_k)
+        return _against_reference(
+            P, np.asarray(reference, dtype=float), k, fixed, min_k, max_k, known
+        )
     notes = []
     null = None
     if rule == "noise":
@@ -373,13 +379,21 @@ def spectrum(
     )
 
 
-def _against_reference(P, reference, k, k_hat, min_k, max_k) -> SpectrumResult:
-    """The ``"noise"`` rule with reference data as the null (:mod:`sca.reference`)."""
-    count = max(reference.shape[1], k_hat or 0, (k or 0) + 1)
-    # a partial spectrum to the references' tolerance: the rule reads log-gaps, not digits
+def eigenvalues_for_reference(P: ConsensusOperator, count: int) -> np.ndarray:
+    """P's ``count`` largest eigenvalues as the ``"noise"`` rule reads them against
+    reference data (:mod:`sca.reference`): to the references' tolerance (the rule
+    reads log-gaps, not digits), up to the first that is zero."""
     with single_threaded():  # as for the references
         values = P.eigenvalues(min(count, P.n), few=count < P.n - 1)
-    values = values[: max(2, min(values.size, count, int(np.sum(values > ZERO)) + 1))]
+    return values[: max(2, min(values.size, count, int(np.sum(values > ZERO)) + 1))]
+
+
+def _against_reference(P, reference, k, k_hat, min_k, max_k, known=None) -> SpectrumResult:
+    """The ``"noise"`` rule with reference data as the null (:mod:`sca.reference`);
+    ``known`` maps a count to :func:`eigenvalues_for_reference` already computed."""
+    count = max(reference.shape[1], k_hat or 0, (k or 0) + 1)
+    known = {} if known is None else known
+    values = known[count] if count in known else eigenvalues_for_reference(P, count)
     choice = reference_k(values, reference)
     notes = list(choice.notes)
     if k is None:

@@ -31,8 +31,8 @@ peer measured in the same process: scikit-learn's ``KMeans`` run once per run
 of the default ensemble (``sca.ensemble.default_ensemble(n)``, read when the
 benchmark runs), at the same k, one thread per run, one run after the other.
 The two alternate, repeat by repeat; medians of wall and CPU seconds (CPU of
-every thread of the process) are printed with the ratio sca / peer and the
-target of each size.
+every thread of the process and of its worker processes) are printed with the
+ratio sca / peer and the target of each size.
 
     python scripts/benchmark.py --raw
     python scripts/benchmark.py --raw --raw-sizes 1000x20 10000x50 --repeats 5
@@ -50,6 +50,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import statistics
 import subprocess
@@ -62,7 +63,7 @@ from pathlib import Path
 import axes
 import first_job
 import numpy as np
-from shared import PEER_MAX_N, PERFORMANCE_DOC, spectral_clustering, write_table
+from shared import PEER_MAX_N, PERFORMANCE_DOC, cpu_seconds, spectral_clustering, write_table
 
 #: Above this n the second (tracemalloc) pass and the k rule's separate timing are skipped.
 TRACED_MAX_N = 1_000_000
@@ -307,9 +308,9 @@ def _raw_size(text: str) -> tuple[int, int]:
 
 
 def _timed(fn) -> dict:
-    t, c = time.perf_counter(), time.process_time()
+    t, c = time.perf_counter(), cpu_seconds()
     out = fn()
-    return {"wall": time.perf_counter() - t, "cpu": time.process_time() - c, "out": out}
+    return {"wall": time.perf_counter() - t, "cpu": cpu_seconds() - c, "out": out}
 
 
 def raw_peer(X: np.ndarray, seed: int) -> int:
@@ -335,7 +336,9 @@ def raw_one(n: int, d: int, repeats: int, seed: int) -> dict:
     import sca
 
     X, truth = make_blobs(n_samples=n, n_features=d, centers=RAW_CENTERS, random_state=seed)
-    small = X[:: max(1, n // 300)]  # warm-up: imports, thread pools, compiled kernels
+    # warm-up: imports, thread pools, compiled kernels, and (2,000 rows: work enough,
+    # sca.pool.PROCESS_MIN_WORK) the ensemble's worker processes
+    small = X[:: max(1, n // 2000)]
     sca.StochasticClustering(random_state=0).fit(small)
     raw_peer(small, seed)
     rows = []
@@ -396,8 +399,6 @@ def raw_row(row: dict) -> str:
 
 def raw_main(args, argv) -> int:
     """``--raw``: each size in a process of its own, its repeats alternating."""
-    import os
-
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     print(
         f"raw data: make_blobs, {RAW_CENTERS} clusters; sca = StochasticClustering"
@@ -418,7 +419,8 @@ def raw_main(args, argv) -> int:
     print(table)
     print(
         "sca = the whole default job (ensemble, consensus, balancing, spectrum, iteration);"
-        " CPU = every thread of the process; ratio = sca wall / peer wall; target = wall"
+        " CPU = every thread of the process and of its worker processes; ratio = sca wall /"
+        " peer wall; target = wall"
         " seconds of the whole default job"
     )
     if args.write:

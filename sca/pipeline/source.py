@@ -115,7 +115,9 @@ def build_operator(
         return membership_operator(fitted["labels"]), RawData(X, scaled, scaling, source, fitted)
 
 
-def null_reference(source: dict | None, options: dict, n: int, scaled) -> np.ndarray | None:
+def null_reference(
+    source: dict | None, options: dict, n: int, scaled, eigenvalues=None
+) -> np.ndarray | None:
     """Eigenvalues of reference data without clusters run through raw data's
     ensemble (:func:`sca.reference.reference_spectra`), the null of the
     ``"noise"`` rule on raw data; None where that null does not apply (another
@@ -124,10 +126,11 @@ def null_reference(source: dict | None, options: dict, n: int, scaled) -> np.nda
 
     ``source`` is :func:`data_source`'s (None for other inputs), ``n`` the
     number of rows, and ``scaled()`` gives the rows as the ensemble saw them,
-    read only when the null applies."""
+    read only when the null applies; ``eigenvalues(count)``, P's largest, lets
+    the references stop early (:func:`sca.reference.reference_spectra`)."""
     spec = None if source is None else source.get("ensemble")
     if options["rule"] != "noise" or options["k"] is not None or spec is None:
         return None
     if n < MIN_NULL_N or not reference_applies(spec):  # too few rows: see sca.spectral
         return None
-    return reference_spectra(scaled(), spec, options["seed"])
+    return reference_spectra(scaled(), spec, options["seed"], eigenvalues=eigenvalues)

@@ -38,7 +38,7 @@ from dataclasses import dataclass, replace
 from .. import options as registry
 from ..balance import balance
 from ..clustering import iterate, iterate_best
-from ..spectral import spectrum
+from ..spectral import eigenvalues_for_reference, spectrum
 from .results import balance_dict, check_ids, result_dict, spectrum_dict, timed, with_ids
 from .source import RawData, build_operator, null_reference
 
@@ -95,8 +95,17 @@ def _spectral(artifacts: Mapping, options: dict) -> dict:
     data clustered by k-means, against reference data run through the same
     ensemble (:func:`sca.pipeline.null_reference`)."""
     P = artifacts["P"]
-    reference = null_reference(artifacts["source"], options, P.n, lambda: artifacts["scaled"])
-    found = spectrum(P, reference=reference, **options)
+    known: dict = {}  # P's eigenvalues read for the references' early stop, read once
+
+    def eigenvalues(count: int):
+        if count not in known:
+            known[count] = eigenvalues_for_reference(P, count)
+        return known[count]
+
+    reference = null_reference(
+        artifacts["source"], options, P.n, lambda: artifacts["scaled"], eigenvalues
+    )
+    found = spectrum(P, reference=reference, known=known, **options)
     return {"spectrum": spectrum_dict(found), "found": found}
 
 

@@ -1,6 +1,9 @@
-"""Ensembles spread over threads, one BLAS/OpenMP thread per run, and k-means
-runs fitted on a sample of the rows of large data."""
+"""Ensembles spread over worker processes (threads where none may start), one
+BLAS/OpenMP thread per run, and k-means runs fitted on a sample of the rows of
+large data."""
 
+import multiprocessing
+import os
 import threading
 
 import numpy as np
@@ -10,6 +13,7 @@ from sklearn.metrics import adjusted_rand_score
 
 import sca
 import sca.ensemble
+import sca.pool
 from sca.operators.kernels import single_threaded, threadpools
 
 SPEC = [{"algorithm": "kmeans", "k": [2, 3, 4], "runs": 3}, {"algorithm": "nmf", "k": 2, "runs": 2}]
@@ -25,8 +29,9 @@ def blobs():
     return X - X.min(), truth  # nonnegative, for the NMF runs
 
 
-def test_parallel_runs_give_the_labels_of_one_worker(blobs):
+def test_parallel_runs_give_the_labels_of_one_worker(blobs, monkeypatch):
     X, _ = blobs
+    monkeypatch.setattr(sca.pool, "PROCESS_MIN_WORK", 0)  # on worker processes
     one = sca.ensemble_labels(X, SPEC, seed=5, n_jobs=1)
     assert np.array_equal(sca.ensemble_labels(X, SPEC, seed=5, n_jobs=2), one)
     assert np.array_equal(sca.ensemble_labels(X, SPEC, seed=5), one)
@@ -69,7 +74,7 @@ def test_a_raising_progress_stops_the_ensemble(blobs):
 
 
 @pytest.mark.parametrize("n_jobs", [1, 2])
-def test_every_run_uses_one_blas_and_one_openmp_thread(blobs, monkeypatch, n_jobs):
+def test_every_run_on_threads_uses_one_blas_and_one_openmp_thread(blobs, monkeypatch, n_jobs):
     import sklearn.cluster
     from sklearn.utils._openmp_helpers import _openmp_effective_n_threads
 
@@ -81,10 +86,68 @@ def test_every_run_uses_one_blas_and_one_openmp_thread(blobs, monkeypatch, n_job
             return super().fit(X, y, sample_weight)
 
     monkeypatch.setattr(sklearn.cluster, "KMeans", Recording)
+    monkeypatch.setattr(sca.pool, "processes_allowed", lambda: False)  # as in a daemonic process
     before = _threads("blas")
     sca.ensemble_labels(blobs[0], SPEC, n_jobs=n_jobs)
     assert len(seen) == 9 and all(blas == {1} and omp == 1 for blas, omp in seen)
     assert _threads("blas") == before  # put back once the ensemble is done
+
+
+def _limits(_):
+    """What a task finds before setting any limit of its own."""
+    import os
+
+    import sklearn  # noqa: F401 - its OpenMP runtime loaded, so the controller sees it
+    from sklearn.utils._openmp_helpers import _openmp_effective_n_threads
+
+    return os.getpid(), _threads("blas"), _openmp_effective_n_threads()
+
+
+def test_worker_processes_have_one_blas_and_one_openmp_thread():
+    seen = sca.pool.spread(_limits, [(j,) for j in range(8)], n_jobs=2)
+    assert {pid for pid, _, _ in seen} - {os.getpid()}  # other processes ran them
+    assert all(blas == {1} and omp == 1 for _, blas, omp in seen)
+
+
+def test_threads_give_the_labels_of_processes(blobs, monkeypatch):
+    X, _ = blobs
+    monkeypatch.setattr(sca.pool, "PROCESS_MIN_WORK", 0)
+    on_processes = sca.ensemble_fit(X, SPEC, seed=5, n_jobs=2)
+    monkeypatch.setattr(sca.pool, "processes_allowed", lambda: False)
+    on_threads = sca.ensemble_fit(X, SPEC, seed=5, n_jobs=2)
+    for key in ("labels", "models", "groups"):
+        assert np.array_equal(on_threads[key], on_processes[key])
+
+
+def _where(_):
+    return os.getpid(), threading.get_ident()
+
+
+def test_little_work_runs_on_this_thread_until_processes_have_started(monkeypatch):
+    monkeypatch.setattr(sca.pool, "_started", set())
+    here = (os.getpid(), threading.get_ident())
+    items = [(j,) for j in range(6)]
+    assert set(sca.pool.spread(_where, items, n_jobs=2, work=1.0)) == {here}
+    assert here not in sca.pool.spread(_where, items, n_jobs=2)  # much work: processes
+    # started: now little work goes to them too
+    assert here not in sca.pool.spread(_where, items, n_jobs=2, work=1.0)
+
+
+def _in_a_daemon(X, out):
+    out.put(sca.ensemble_labels(X, SPEC, seed=5, n_jobs=2))
+
+
+def test_a_daemonic_process_runs_the_ensemble_on_threads(blobs, monkeypatch):
+    """A Celery prefork child is daemonic: it may start no process of its own."""
+    context = multiprocessing.get_context("fork")
+    out = context.Queue()
+    child = context.Process(target=_in_a_daemon, args=(blobs[0], out), daemon=True)
+    monkeypatch.setattr(sca.pool, "PROCESS_MIN_WORK", 0)
+    child.start()
+    labels = out.get(timeout=120)
+    child.join(10)
+    assert child.exitcode == 0
+    assert np.array_equal(labels, sca.ensemble_labels(blobs[0], SPEC, seed=5, n_jobs=1))
 
 
 def test_single_threaded_restores_blas_only_when_the_last_block_leaves():

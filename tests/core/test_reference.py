@@ -13,7 +13,14 @@ from sklearn.datasets import make_blobs
 from sklearn.metrics import adjusted_rand_score
 
 import sca
-from sca.reference import reference_data, reference_k
+from sca.reference import (
+    DRAWS,
+    FIRST_DRAWS,
+    reference_data,
+    reference_k,
+    reference_spectra,
+    settled,
+)
 
 
 def _blobs(sizes, d, seed, spread=12.0):
@@ -113,3 +120,33 @@ def test_the_estimator_and_cluster_agree_on_raw_data():
     assert model.n_clusters_ == result["k"] == 3
     np.testing.assert_array_equal(model.labels_, result["labels"])
     assert model.notes_ == result["notes"]
+
+
+def test_the_first_references_settle_only_a_clear_structure():
+    three = np.array([1.0, 0.99, 0.98, 0.3, 0.25, 0.2, 0.16, 0.13, 0.1, 0.08])
+    smooth = np.array([1.0, 0.85, 0.7, 0.58, 0.48, 0.4, 0.33, 0.27, 0.22, 0.18])
+    first = np.array([smooth * (1 + 0.01 * i) for i in (0, 1)]).clip(max=1)
+    assert settled(three, first)
+    assert not settled(smooth, first)  # k = 1: decided against every reference
+    # λ3 hardly above the references: the cut at 3 is in doubt
+    assert not settled(np.array([1.0, 0.99, 0.72, *three[3:]]), first)
+
+
+@pytest.mark.parametrize(("groups", "early"), [(0, False), (5, True)])
+def test_references_stop_early_only_when_k_is_settled(groups, early):
+    X = (
+        _blobs([100] * groups, d=6, seed=3)[0]
+        if groups
+        else NO_STRUCTURE["Gaussian 10-D"](np.random.default_rng(3))
+    )
+    ensemble = sca.ensemble.default_ensemble(X.shape[0])
+    P = sca.balance(sca.membership_operator(sca.ensemble_labels(X, ensemble))).P
+    every = reference_spectra(X, ensemble, seed=2)
+    spectra = reference_spectra(
+        X, ensemble, seed=2, eigenvalues=lambda count: P.eigenvalues(count, few=True)
+    )
+    assert spectra.shape[0] == (FIRST_DRAWS if early else DRAWS)
+    # the first references are the first of all of them, and give the same k
+    np.testing.assert_array_equal(spectra, every[: spectra.shape[0]])
+    values = P.eigenvalues(every.shape[1], few=True)
+    assert reference_k(values, spectra).k == reference_k(values, every).k
