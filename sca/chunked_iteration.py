@@ -223,11 +223,7 @@ def iterate_chunked(
                 active.remove(s)
     found = [canonical_chunked(labels, k) for labels in done if labels is not None]
     if not found:
-        raise IterationError(
-            f"no start settled on a clustering stable for {stable} steps within "
-            f"{max_iterations} iterations",
-            partial=None,
-        )
+        raise IterationError.unsettled(stable, max_iterations)
     solutions = _solutions(found)
     answer = solutions[0][0]
     membership = _membership(found, answer, k) if starts > 1 else None

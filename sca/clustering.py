@@ -144,11 +144,7 @@ def iterate(
     )
     found = [labels for labels in runs if labels is not None]
     if not found:
-        raise IterationError(
-            f"no start settled on a clustering stable for {stable} steps within "
-            f"{max_iterations} iterations",
-            partial=None,
-        )
+        raise IterationError.unsettled(stable, max_iterations)
     solutions = solutions_of(found)
     answer = solutions[0][0]
     membership = fuzzy_membership(found, answer) if starts > 1 else None

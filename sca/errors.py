@@ -116,6 +116,27 @@ class IterationError(SCAError):
         super().__init__(message, field)
         self.partial = partial
 
+    @classmethod
+    def unsettled(cls, stable: int, max_iterations: int) -> IterationError:
+        """No start of the iteration settled within its cap.
+
+        Parameters
+        ----------
+        stable : int
+            The steps a clustering had to stay the same.
+        max_iterations : int
+            The cap that was reached.
+
+        Returns
+        -------
+        IterationError
+        """
+        return cls(
+            f"no start settled on a clustering stable for {stable} steps within "
+            f"{max_iterations} iterations",
+            partial=None,
+        )
+
 
 class DeadlineExceeded(IterationError):
     """The iteration reached its caller's deadline before an answer.
