@@ -39,7 +39,7 @@ import numpy as np
 import sca
 from sca import storage
 
-from . import events, inputs, metrics, stages
+from . import events, inputs, stages
 from .cleanup import release
 from .jobs import ACTIVE, jsonable, now
 from .problems import TRANSIENT, problem, problem_for, store_full
@@ -156,32 +156,16 @@ class _Stages:
 
     def __call__(self, stage: str, fraction: float = 0.0) -> None:
         self.finish()
-        begun = self.store.update_and_get(
-            self.job_id,
-            {"status": "running", "stage": stage, "updated": now()},
-            expect=ACTIVE,
-            alive=True,
-            count=f"started:{stage}",
-            unless_same="stage",
-        )
-        if begun is None:
+        if not stages.stage_started(self.store, self.job_id, stage):
             raise _Inactive()
-        if begun[0] == 1:
-            events.emit(self.store, self.job_id, "stage", begun[1], stage=stage, state="started")
         self.current, self.start = stage, time.perf_counter()
 
     def finish(self) -> dict | None:
         if self.current is None:
             return None
-        elapsed = time.perf_counter() - self.start
-        current = self.store.incr_and_get(
-            self.job_id,
-            f"t:{self.current}",
-            elapsed,
-            *metrics.observation("stage", self.current, elapsed),
+        current = stages.stage_finished(
+            self.store, self.job_id, self.current, time.perf_counter() - self.start
         )
-        if current is not None:
-            events.stage_done(self.store, self.job_id, self.current, current)
         self.current = None
         return current
 

@@ -310,6 +310,42 @@ def fail_full(store: Store, job_id: str, exc: BaseException) -> bool:
     return fail(store, job_id, problem_for(exc, record.get("stage")))
 
 
+def stage_started(store: Store, job_id: str, stage: str) -> bool:
+    """Record ``stage`` as running (a sign of life) and emit its started event once
+    per job and stage, however many tasks run it; False when the job is no longer
+    active.  One round trip, and one for the event."""
+    begun = store.update_and_get(
+        job_id,
+        {"status": "running", "stage": stage, "updated": now()},
+        expect=ACTIVE,
+        alive=True,
+        count=f"started:{stage}",
+        unless_same="stage",
+    )
+    if begun is None:
+        return False
+    if begun[0] == 1:
+        events.emit(store, job_id, "stage", begun[1], stage=stage, state="started")
+    return True
+
+
+def stage_finished(store: Store, job_id: str, stage: str, elapsed: float) -> dict | None:
+    """Record ``stage``'s seconds and metric (neither worth waiting for room in a
+    full Redis) and emit its done event; the job's record after, None if gone."""
+    public_stage = "ensemble" if stage == "ensemble_collect" else stage
+    try:
+        current = store.incr_and_get(
+            job_id, f"t:{public_stage}", elapsed, *metrics.observation("stage", stage, elapsed)
+        )
+    except Exception as exc:
+        if not store_full(exc):
+            raise
+        current = store.get_job(job_id)
+    if current is not None:
+        events.stage_done(store, job_id, stage, current)
+    return current
+
+
 def execute(store: Store, job_id: str, stage: str, *args) -> bool:
     """Run one stage function of an active job; False when the job should go no further."""
     return _execute(store, store.get_job(job_id), stage, *args) is not None
@@ -327,18 +363,8 @@ def _execute(store: Store, record: dict | None, stage: str, *args) -> dict | Non
         return None
     job_id = record["id"]
     public_stage = "ensemble" if stage == "ensemble_collect" else stage
-    begun = store.update_and_get(  # a stage starting is a sign of life
-        job_id,
-        {"status": "running", "stage": public_stage, "updated": now()},
-        expect=ACTIVE,
-        alive=True,
-        count=f"started:{public_stage}",
-        unless_same="stage",
-    )
-    if begun is None:
+    if not stage_started(store, job_id, public_stage):
         return None
-    if begun[0] == 1:  # once per job and stage, however many tasks run it
-        events.emit(store, job_id, "stage", begun[1], stage=public_stage, state="started")
     start = time.perf_counter()
     current: dict | None = None
     try:
@@ -351,17 +377,7 @@ def _execute(store: Store, record: dict | None, stage: str, *args) -> dict | Non
         fail(store, job_id, problem_for(exc, public_stage))
         return None
     finally:
-        elapsed = time.perf_counter() - start
-        try:  # the stage's timing and its metric; neither is worth waiting for room
-            current = store.incr_and_get(
-                job_id, f"t:{public_stage}", elapsed, *metrics.observation("stage", stage, elapsed)
-            )
-        except Exception as exc:
-            if not store_full(exc):
-                raise
-            current = store.get_job(job_id)
-    if current is not None:
-        events.stage_done(store, job_id, stage, current)
+        current = stage_finished(store, job_id, stage, time.perf_counter() - start)
     if stage == LAST and current is not None:  # succeeded once its timing is recorded
         done = store.update_and_get(
             job_id, {"status": "succeeded", "updated": now()}, expect=ACTIVE
