@@ -414,18 +414,26 @@ def raw_main(args, argv) -> int:
         proc = subprocess.run(cmd, capture_output=True, text=True, check=True)
         rows.append(json.loads(proc.stdout.strip().splitlines()[-1]))
         print(json.dumps(rows[-1]), flush=True)
-    table = "\n".join([RAW_HEADER, *(raw_row(row) for row in rows)])
-    print()
-    print(table)
-    print(
+    _report(
+        "raw",
+        [RAW_HEADER, *(raw_row(row) for row in rows)],
         "sca = the whole default job (ensemble, consensus, balancing, spectrum, iteration);"
         " CPU = every thread of the process and of its worker processes; ratio = sca wall /"
-        " peer wall; target = wall"
-        " seconds of the whole default job"
+        " peer wall; target = wall seconds of the whole default job",
+        args,
+        argv,
     )
-    if args.write:
-        write_table(args.write, "raw", table, _command(argv))
     return 0
+
+
+def _report(name: str, lines: list, legend: str, args, argv) -> None:
+    """Print a table and its legend, and write it into its place with ``--write``."""
+    table = "\n".join(lines)
+    print()
+    print(table)
+    print(legend)
+    if args.write:
+        write_table(args.write, name, table, _command(argv))
 
 
 def axes_main(args, argv) -> int:
@@ -447,16 +455,15 @@ def axes_main(args, argv) -> int:
             repeats.append(json.loads(proc.stdout.strip().splitlines()[-1]))
         rows.append(axes.summary(repeats))
         print(json.dumps(rows[-1]), flush=True)
-    table = "\n".join([axes.AXES_HEADER, *(axes.markdown_row(row) for row in rows)])
-    print()
-    print(table)
-    print(
+    _report(
+        "axes",
+        [axes.AXES_HEADER, *(axes.markdown_row(row) for row in rows)],
         "stages = build, balancing, spectrum with the automatic k, iteration (sca.run_stages)"
         " from the label runs; CPU = every thread of the process; RSS = process peak;"
-        " HDBSCAN's ARI on its subsample (noise points one cluster)"
+        " HDBSCAN's ARI on its subsample (noise points one cluster)",
+        args,
+        argv,
     )
-    if args.write:
-        write_table(args.write, "axes", table, _command(argv))
     return 0
 
 
