@@ -13,6 +13,7 @@ import sca
 from sca import storage
 from sca.errors import SCAError
 from sca.planted import planted_runs, planted_truth
+from tests.storage_roots import storage_root
 
 
 @pytest.fixture
@@ -23,14 +24,7 @@ def labels():
 
 @pytest.fixture
 def root(tmp_path, labels):
-    base = tmp_path / "cohorts"
-    base.mkdir()
-    np.save(base / "labels.npy", labels)
-    da.to_npy_stack(base / "stack", da.from_array(labels, chunks=(250, -1)))
-    (base / "floats.npy").write_bytes(b"")
-    np.save(base / "floats.npy", labels.astype(float))
-    (tmp_path / "outside.npy").write_bytes((base / "labels.npy").read_bytes())
-    os.symlink(tmp_path / "outside.npy", base / "escape.npy")
+    base = storage_root(tmp_path, labels, 250)
     os.symlink(base / "labels.npy", base / "inside.npy")
     leaky = base / "leaky"
     leaky.mkdir()

@@ -5,7 +5,6 @@ its field."""
 
 from __future__ import annotations
 
-import os
 import shutil
 
 import dask.array as da
@@ -15,6 +14,7 @@ import pytest
 from sca.planted import planted_runs, planted_truth
 from tests.conftest import wait_for
 from tests.service.conftest import problem
+from tests.storage_roots import storage_root
 
 
 @pytest.fixture(scope="module")
@@ -25,14 +25,7 @@ def labels():
 
 @pytest.fixture
 def root(tmp_path, labels):
-    base = tmp_path / "cohorts"
-    base.mkdir()
-    np.save(base / "labels.npy", labels)
-    da.to_npy_stack(base / "stack", da.from_array(labels, chunks=(300, -1)))
-    np.save(base / "floats.npy", labels.astype(float))
-    np.save(tmp_path / "secret.npy", labels)
-    os.symlink(tmp_path / "secret.npy", base / "escape.npy")
-    return base
+    return storage_root(tmp_path, labels, 300)
 
 
 @pytest.fixture
@@ -76,7 +69,7 @@ def test_the_cache_key_follows_the_referenced_files(referencing, root, labels):
     ("reference", "field"),
     [
         ({"root": "elsewhere", "path": "labels.npy"}, "labels.root"),
-        ({"root": "cohorts", "path": "../secret.npy"}, "labels.path"),
+        ({"root": "cohorts", "path": "../outside.npy"}, "labels.path"),
         ({"root": "cohorts", "path": "/etc/passwd"}, "labels.path"),
         ({"root": "cohorts", "path": "escape.npy"}, "labels.path"),
         ({"root": "cohorts", "path": "missing.npy"}, "labels.path"),
