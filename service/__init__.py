@@ -35,7 +35,8 @@ def create_app(test_config=None) -> Flask:
     app.config.from_mapping(config.DEFAULTS)
     app.config.from_mapping(config.from_env())
     if test_config is not None:
-        app.config.from_mapping(test_config)
+        # Settings given as text (as the environment gives them) are converted alike.
+        app.config.from_mapping({**test_config, **config.convert(test_config, config.DEFAULTS)})
     app.config["MAX_CONTENT_LENGTH"] = app.config["SCA_MAX_BODY_BYTES"]
     app.config["MAX_FORM_MEMORY_SIZE"] = app.config["SCA_MAX_BODY_BYTES"]
     app.wsgi_app = BodyLimit(  # type: ignore[method-assign]

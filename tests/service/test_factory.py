@@ -52,6 +52,17 @@ def test_environment_then_test_config(monkeypatch):
     assert app.test_client().get("/v1/jobs/x").status_code == 401
 
 
+def test_settings_given_to_the_factory_as_text_are_converted_as_the_environment_s():
+    """``create_app`` takes a mapping of settings; text in it (as a caller that
+    reads its own configuration file passes it) is converted to the setting's
+    type, and a bad value is named, as from the environment."""
+    app = create_app({"SCA_JOB_TTL": "123", "SCA_ALLOW_ANONYMOUS": "true"})
+    assert app.config["SCA_JOB_TTL"] == 123 and app.config["SCA_ALLOW_ANONYMOUS"] is True
+    app.extensions["sca"].queue.shutdown()
+    with pytest.raises(SettingError, match="SCA_JOB_TTL must be a whole number"):
+        create_app({"SCA_JOB_TTL": "1d"})
+
+
 def test_redis_mode_refuses_to_run_without_keys(monkeypatch):
     monkeypatch.setenv("REDIS_URL", "redis://127.0.0.1:1/0")
     monkeypatch.delenv("SCA_API_KEYS", raising=False)
