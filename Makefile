@@ -83,10 +83,12 @@ test: install-test
 	wait $$installing || { status=1; echo "make: making the other Pythons' environments failed"; }; \
 	cat build/install-pythons.log; [ $$status = 0 ] && $(MAKE) --no-print-directory test-pythons
 
-# The core tests (numerics, command line, plots) in $(VENV).
+# The core tests (numerics, command line, plots) in $(VENV); CORE_MARKS
+# selects among them (pytest -m), all by default.
+CORE_MARKS ?=
 test-core: install-test
-	@echo "make: core tests on $$($(BIN)/python --version) in $(VENV)"
-	$(BIN)/python -m pytest -q -p no:cacheprovider tests/core
+	@echo "make: core tests on $$($(BIN)/python --version) in $(VENV)$(if $(CORE_MARKS), ($(CORE_MARKS)))"
+	$(BIN)/python -m pytest -q -p no:cacheprovider $(if $(CORE_MARKS),-m "$(CORE_MARKS)") tests/core
 
 # Each supported Python this machine has: its path, or nothing (and a line saying so).
 define find_python
@@ -104,13 +106,16 @@ install-pythons:
 			PYTHON=$$py VENV=.venv-$$v TEST_EXTRA=test-core || exit 1; fi; done
 
 # Each Python with the core's own dependencies (the test-core extra), both
-# at once, each with one BLAS thread; their logs are printed in turn.
+# at once, each with one BLAS thread; their logs are printed in turn.  They
+# run the core's fast tests: what differs between Pythons is the language
+# and the libraries' builds, which the fast tests reach; the slow ones
+# (sizes, Dask clusters, memory bounds) ran on the main Python just before.
 test-pythons:
 	@mkdir -p build; jobs=; for v in $(SUPPORTED_PYTHONS); do $(call find_python,$$v); \
 		if [ -z "$$py" ]; then echo "make: no Python $$v on this machine: its tests are skipped"; \
 		else echo "make: core tests on Python $$v in .venv-$$v (log: build/test-python$$v.log)"; \
 			OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 $(MAKE) --no-print-directory test-core \
-				PYTHON=$$py VENV=.venv-$$v TEST_EXTRA=test-core >build/test-python$$v.log 2>&1 & \
+				PYTHON=$$py VENV=.venv-$$v TEST_EXTRA=test-core CORE_MARKS="not slow" >build/test-python$$v.log 2>&1 & \
 			jobs="$$jobs $$!:$$v"; fi; \
 	done; status=0; for job in $$jobs; do \
 		wait $${job%%:*} || { status=1; echo "make: the core tests on Python $${job#*:} failed"; }; \
