@@ -7,9 +7,9 @@ package folder is not writable, a new worker) or as the cases before left it
 (what a Celery worker process, the embedded default and ``sca warm`` at image
 build do).  The job: ``sca.run_stages`` on the label operator of ``--runs``
 planted runs of ``n`` elements in ``--blocks`` blocks, three times; wall and
-CPU seconds (every thread of the process) of the warm-up, of the first job
-and of the later ones (median) are printed with the first job's excess over
-a later one.
+CPU seconds (every thread of the process and of its worker processes) of
+the warm-up, of the first job and of the later ones (median) are printed
+with the first job's excess over a later one.
 
     python scripts/benchmark.py --first-job
     python scripts/first_job.py --n 100000
@@ -26,6 +26,8 @@ import sys
 import tempfile
 import time
 
+from shared import cpu_seconds
+
 #: (disk cache, warm-up) of each case, in the order they run: the empty cache
 #: is filled by the case that uses it.
 CASES = (("empty", False), ("warm", False), ("empty", True), ("warm", True))
@@ -34,9 +36,9 @@ JOBS = 3
 
 
 def _timed(fn) -> tuple[float, float]:
-    wall, cpu = time.perf_counter(), time.process_time()
+    wall, cpu = time.perf_counter(), cpu_seconds()
     fn()
-    return time.perf_counter() - wall, time.process_time() - cpu
+    return time.perf_counter() - wall, cpu_seconds() - cpu
 
 
 def one(n: int, runs: int, blocks: int, warm: bool) -> dict:
