@@ -140,7 +140,8 @@ def balance(
         # rows = (D S D e)_i = d_i (S d)_i, the row sums of the current P
         rows = S.matmat(d)
         rows *= d
-        residual = max(float(rows.max()) - 1.0, 1.0 - float(rows.min()))
+        low, high = S.extent(rows)
+        residual = max(high - 1.0, 1.0 - low)
         stalled = 0 if residual < 0.5 * best else stalled + 1
         best = min(best, residual)
         if residual <= tol or (stalled >= _STALL_STEPS and residual <= floor):

@@ -164,6 +164,25 @@ class ConsensusOperator:
         """
         return X
 
+    def extent(self, x) -> tuple[float, float]:
+        """The least and the largest entry of a vector over the elements.
+
+        Asked together: for a chunked operator (:mod:`sca.operators.chunked`)
+        both come back from one trip to the workers, where each asked alone
+        costs a trip of its own.
+
+        Parameters
+        ----------
+        x : array_like of shape (n,)
+            A vector over the elements, as a product returned it.
+
+        Returns
+        -------
+        tuple of float
+            ``(min(x), max(x))``.
+        """
+        return float(np.min(x)), float(np.max(x))
+
     def row_sums(self) -> np.ndarray:
         """The row sums ``(D S D) e``.
 

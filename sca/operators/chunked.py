@@ -110,6 +110,11 @@ class ChunkedLabelOperator(LabelOperator):
         """``X`` computed and kept on the workers (a Dask array reused later)."""
         return X.persist() if is_dask(X) else X
 
+    def extent(self, x) -> tuple[float, float]:
+        dask, _ = _dask()
+        low, high = dask.compute(x.min(), x.max())
+        return float(low), float(high)
+
     def _weights(self):
         return self.ones() if self.scale is None else self.scale**2
 
