@@ -66,6 +66,7 @@ class StoreBase:
                 "CLAIM",
                 "TAKE_SHARE",
                 "TOUCH",
+                "PRUNE",
             )
         }
         #: Called when this process queues a webhook: the embedded runner's deliverer

@@ -262,3 +262,16 @@ for i, key in ipairs(KEYS) do
 end
 return found
 """
+
+# Drops from a set of job ids those whose record is gone or no longer has one of
+# some statuses, but one id (a job whose record is still to be made).  KEYS[1]
+# the set; ARGV: the prefix of the records' keys, the id kept, the statuses
+# (JSON).  Returns the set's size after.
+PRUNE = """
+for _, id in ipairs(redis.call('SMEMBERS', KEYS[1])) do
+  local status, keep = redis.call('HGET', ARGV[1] .. id, 'status'), id == ARGV[2]
+  for i = 3, #ARGV do if status == ARGV[i] then keep = true end end
+  if not keep then redis.call('SREM', KEYS[1], id) end
+end
+return redis.call('SCARD', KEYS[1])
+"""
