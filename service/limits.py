@@ -4,7 +4,8 @@ and bytes stored (413).
 * ``SCA_RATE_LIMIT`` requests per second per key on ``/v1`` (a counter per
   key and second, shared by every API process through Redis);
 * ``SCA_MAX_ACTIVE_JOBS`` jobs per key that are queued or running at once
-  (a set of job ids per key, pruned of finished jobs when it looks full);
+  (a set of job ids per key, pruned of finished jobs, in one round trip, when
+  it looks full);
 * ``SCA_MAX_KEY_BYTES`` bytes of input arrays per key (413 beyond, naming the
   input): each job's input bytes are added, when it is submitted, to its key's
   counter of that hour, and taken back when the job is cancelled or deleted
@@ -86,11 +87,7 @@ def reserve_job(store: Store, job_id: str) -> None:
     owner = _name(current_owner())
     if store.add_active(owner, job_id) <= limit:
         return
-    for other in store.active_jobs(owner) - {job_id}:  # prune the finished ones
-        record = store.get_job(other)
-        if record is None or record.get("status") not in ACTIVE:
-            store.remove_active(owner, other)
-    if len(store.active_jobs(owner)) > limit:
+    if store.prune_active(owner, ACTIVE, keep=job_id) > limit:  # the finished ones pruned
         store.remove_active(owner, job_id)
         raise ProblemError(
             429,

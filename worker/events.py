@@ -65,6 +65,13 @@ def snapshot(record: dict, finished_stage: str | None = None) -> dict:
     return out
 
 
+def data(event: str, record: dict, finished_stage: str | None = None, **fields) -> str:
+    """An event's data (JSON): the job's :func:`snapshot`, what is particular to the
+    event, and the time."""
+    payload = {"event": event, **snapshot(record, finished_stage), **fields, "at": now()}
+    return json.dumps(payload, separators=(",", ":"))
+
+
 def emit(
     store: Store,
     job_id: str,
@@ -79,8 +86,7 @@ def emit(
         record = record if record is not None else store.get_job(job_id)
         if record is None:
             return None
-        data = {"event": event, **snapshot(record, finished_stage), **fields, "at": now()}
-        return store.append_event(job_id, event, json.dumps(data, separators=(",", ":")))
+        return store.append_event(job_id, event, data(event, record, finished_stage, **fields))
     except Exception as exc:  # an event is never worth failing a stage for
         log.warning("job %s: event %s not recorded: %s", job_id, event, type(exc).__name__)
         return None
@@ -125,8 +131,11 @@ def _stage_done(store: Store, job_id: str, stage: str, record: dict | None) -> N
         )
 
 
-def finished(store: Store, job_id: str, status: str, record: dict | None = None) -> None:
-    """The job has just reached ``status`` (terminal): its last event and its webhook."""
+def finished(
+    store: Store, job_id: str, status: str, record: dict | None = None, recorded: bool = False
+) -> None:
+    """The job has just reached ``status`` (terminal): its last event (unless
+    ``recorded``: appended with the update that ended the job) and its webhook."""
     try:
         record = record if record is not None else store.get_job(job_id)
     except Exception as exc:  # noqa: BLE001 - readers learn it from the record later
@@ -136,5 +145,6 @@ def finished(store: Store, job_id: str, status: str, record: dict | None = None)
         return
     if record is None:
         return
-    emit(store, job_id, status, record)
+    if not recorded:
+        emit(store, job_id, status, record)
     webhooks.dispatch(store, record, status)

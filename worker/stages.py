@@ -13,6 +13,7 @@ running one twice is harmless.
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from collections.abc import Callable
@@ -30,7 +31,7 @@ from sca.inputs import Scaling
 
 from . import events, inputs, metrics
 from .cleanup import release
-from .jobs import ACTIVE, jsonable, now
+from .jobs import ACTIVE, jsonable, now, timings
 from .problems import TRANSIENT, problem_for, store_full
 from .store import Store
 from .store.keys import artifact_keys
@@ -47,16 +48,20 @@ KEPT = tuple(name for stage in sca.pipeline.STAGES for name in stage.keeps)
 OPERATORS = ("P",)
 
 
-def cache_hit(store: Store, record: dict, present: set | None = None) -> dict | None:
+def cache_hit(
+    store: Store, record: dict, present: set | None = None, touched: bool = False
+) -> dict | None:
     """The fields that finish a job whose result is cached (None when it is not);
     ``present``, when given, holds the artifacts known to exist.
 
-    A hit restarts the TTL of the result and of what queries on it read.
+    A hit restarts the TTL of the result and of what queries on it read (unless
+    the caller did: ``touched``).
     """
     keys = artifact_keys(record)
     if not (keys["result"] in present if present is not None else store.has(keys["result"])):
         return None
-    store.touch(*(keys[name] for name in KEPT), keys["input"], keys["models"], keys["scaling"])
+    if not touched:
+        store.touch(*(keys[name] for name in KEPT), keys["input"], keys["models"], keys["scaling"])
     return {
         "status": "succeeded",
         "stage": LAST,
@@ -70,7 +75,8 @@ def cache_hit(store: Store, record: dict, present: set | None = None) -> dict | 
 def plan(store: Store, job_id: str) -> dict | None:
     """The stages a job still needs, given what the cache holds.
 
-    Returns ``{"stages": [...], "runs": [run descriptors], "n": elements}``
+    Returns ``{"stages": [...], "runs": [run descriptors], "n": elements,
+    "record": the job's record as planned}``
     (``{"stages": [], "runs": []}`` when the result is cached: the job is then
     finished here), or None when the job is gone, no longer active, or failed
     here (planning failed).
@@ -91,15 +97,15 @@ def plan(store: Store, job_id: str) -> dict | None:
 
 def _plan(store: Store, record: dict) -> dict:
     job_id, keys = record["id"], artifact_keys(record)
-    present = store.existing(keys["op"], *(keys[name] for name in KEPT))
-    hit = cache_hit(store, record, present)
+    # What exists, its TTL restarted (a hit's, or what the stages will read), in one trip.
+    present = store.touch(
+        keys["input"], keys["op"], *(keys[name] for name in KEPT), keys["models"], keys["scaling"]
+    )
+    hit = cache_hit(store, record, present, touched=True)
     if hit is not None:
         if store.update_job(job_id, hit, expect=ACTIVE):
             events.finished(store, job_id, "succeeded")
         return {"stages": [], "runs": []}
-    store.touch(
-        keys["input"], keys["op"], *(keys[name] for name in KEPT), keys["models"], keys["scaling"]
-    )
     stages = needed(store, record, present)
     need_ensemble = (
         "S" in _needs(stages) and "ensemble" in record["stages"] and keys["op"] not in present
@@ -112,8 +118,10 @@ def _plan(store: Store, record: dict) -> dict:
         source = record["source"]
         runs = sca.ensemble_plan(source["ensemble"], source.get("ensemble_seed", 0))
     if record["runs_total"]:  # runs still to do, or all of them cached
-        store.update_job(job_id, {"runs_done": 0 if need_ensemble else record["runs_total"]})
-    return {"stages": stages, "runs": runs, "n": int(record["n"])}
+        done = {"runs_done": 0 if need_ensemble else record["runs_total"]}
+        store.update_job(job_id, done)
+        record = {**record, **done}
+    return {"stages": stages, "runs": runs, "n": int(record["n"]), "record": record}
 
 
 def _needs(tasks) -> set:
@@ -229,13 +237,16 @@ def load_kept(store: Store, record: dict, name: str):
     return store.load_json(key)
 
 
-def save_kept(store: Store, record: dict, name: str, value) -> None:
-    """Store an artifact a stage of the core keeps, for the stages after it."""
+def save_kept(store: Store, record: dict, name: str, value):
+    """Store an artifact a stage of the core keeps, for the stages after it; the
+    value as they read it back (a JSON artifact through JSON)."""
     key = artifact_keys(record)[name]
     if name in OPERATORS:
         store.save_arrays(key, sca.operator_state(value))
-    else:
-        store.save_json(key, jsonable(value))
+        return value
+    text = json.dumps(jsonable(value), separators=(",", ":"))
+    store.save_bytes(key, text.encode())
+    return json.loads(text)
 
 
 class JobArtifacts(dict):
@@ -256,17 +267,23 @@ class JobArtifacts(dict):
         return value
 
 
-def run_stage(store: Store, record: dict, task: str) -> None:
+def run_stage(store: Store, record: dict, task: str, artifacts: JobArtifacts | None = None) -> None:
     """The core's stage ``task`` and those within it (:func:`sca.pipeline.parts`) on
-    the job's artifacts; what they keep is saved (:func:`save_kept`)."""
-    artifacts = JobArtifacts(store, record)
+    the job's artifacts; what they keep is saved (:func:`save_kept`).  Given
+    ``artifacts`` (of the same job), it reads them and adds what it makes, as
+    the stages after it would read it back from the store."""
+    artifacts = JobArtifacts(store, record) if artifacts is None else artifacts
+    saved = {}
     for stage in sca.pipeline.parts(task):
         made = stage.run(artifacts, stage.read(record["options"]))
         artifacts.update(made)
         for name in stage.keeps:
-            save_kept(store, record, name, made[name])
+            saved[name] = save_kept(store, record, name, made[name])
+    artifacts.update(saved)
 
 
+#: The core's stages (run by :func:`run_stage`).
+TASK_SET = frozenset(sca.pipeline.TASKS)
 STAGE_FUNCTIONS: dict[str, Callable[..., None]] = {
     "ensemble": ensemble_run,
     "ensemble_collect": ensemble_collect,
@@ -278,16 +295,18 @@ def run_steps(store: Store, job_id: str, steps: dict) -> bool:
     """Every stage of ``steps`` (from :func:`plan`) in order, in this thread: the
     ensemble's runs one after another, then their collection, then the core's
     stages (what the Celery chain does over several tasks).  Each stage starts
-    from the record the one before read back.  False when the job went no
-    further (cancelled, failed or gone)."""
-    record = store.get_job(job_id)
+    from the record the one before read back, and reads the artifacts the ones
+    before made from memory.  False when the job went no further (cancelled,
+    failed or gone)."""
+    record = steps.get("record") or store.get_job(job_id)
+    artifacts = None if record is None else JobArtifacts(store, record)
     for stage in steps["stages"]:
         if stage == "ensemble":
             for index, run in enumerate(steps["runs"]):
                 record = _execute(store, record, "ensemble", index, run)
             record = _execute(store, record, "ensemble_collect", len(steps["runs"]))
         else:
-            record = _execute(store, record, stage)
+            record = _execute(store, record, stage, artifacts=artifacts)
         if record is None:
             return False
     return True
@@ -310,38 +329,68 @@ def fail_full(store: Store, job_id: str, exc: BaseException) -> bool:
     return fail(store, job_id, problem_for(exc, record.get("stage")))
 
 
-def stage_started(store: Store, job_id: str, stage: str) -> bool:
+def stage_started(store: Store, job_id: str, stage: str, record: dict | None = None) -> dict | None:
     """Record ``stage`` as running (a sign of life) and emit its started event once
-    per job and stage, however many tasks run it; False when the job is no longer
-    active.  One round trip, and one for the event."""
+    per job and stage, however many tasks run it; the job's record after, None
+    when the job is no longer active.  One round trip when the job's ``record``
+    is given (the event, made from it, goes with the update), else two."""
+    fields = {"status": "running", "stage": stage, "updated": now()}
+    event = None
+    if record is not None:
+        event = ("stage", events.data("stage", {**record, **fields}, stage=stage, state="started"))
     begun = store.update_and_get(
         job_id,
-        {"status": "running", "stage": stage, "updated": now()},
+        fields,
         expect=ACTIVE,
         alive=True,
         count=f"started:{stage}",
         unless_same="stage",
+        event=event,
     )
     if begun is None:
-        return False
-    if begun[0] == 1:
+        return None
+    if begun[0] == 1 and event is None:
         events.emit(store, job_id, "stage", begun[1], stage=stage, state="started")
-    return True
+    return begun[1]
 
 
-def stage_finished(store: Store, job_id: str, stage: str, elapsed: float) -> dict | None:
+def stage_finished(
+    store: Store, job_id: str, stage: str, elapsed: float, record: dict | None = None
+) -> dict | None:
     """Record ``stage``'s seconds and metric (neither worth waiting for room in a
-    full Redis) and emit its done event; the job's record after, None if gone."""
+    full Redis) and emit its done event; the job's record after, None if gone.
+
+    With the job's ``record`` as the stage began, a stage of the core's emits
+    its event in the same round trip (made from that record and the seconds,
+    appended only while the job is still as running as it was).
+    """
     public_stage = "ensemble" if stage == "ensemble_collect" else stage
+    event = None
+    if record is not None and stage in sca.pipeline.TASKS:
+        timing = f"t:{public_stage}"
+        after = {**record, timing: float(record.get(timing) or 0.0) + elapsed}
+        done = events.data(
+            "stage",
+            after,
+            finished_stage=public_stage,
+            stage=public_stage,
+            state="finished",
+            seconds=timings(after).get(public_stage),
+        )
+        event = ("stage", done, record["status"])
     try:
         current = store.incr_and_get(
-            job_id, f"t:{public_stage}", elapsed, *metrics.observation("stage", stage, elapsed)
+            job_id,
+            f"t:{public_stage}",
+            elapsed,
+            *metrics.observation("stage", stage, elapsed),
+            event=event,
         )
     except Exception as exc:
         if not store_full(exc):
             raise
-        current = store.get_job(job_id)
-    if current is not None:
+        current, event = store.get_job(job_id), None
+    if current is not None and event is None:
         events.stage_done(store, job_id, stage, current)
     return current
 
@@ -351,24 +400,29 @@ def execute(store: Store, job_id: str, stage: str, *args) -> bool:
     return _execute(store, store.get_job(job_id), stage, *args) is not None
 
 
-def _execute(store: Store, record: dict | None, stage: str, *args) -> dict | None:
+def _execute(
+    store: Store, record: dict | None, stage: str, *args, artifacts: JobArtifacts | None = None
+) -> dict | None:
     """:func:`execute` from the job's ``record``; the record as the stage left it,
-    None when the job should go no further.
+    None when the job should go no further.  A stage of the core's reads
+    ``artifacts`` when given (those the stages before it in this thread made).
 
-    The job's own writes around the stage go in two round trips, one before and
-    one after it (:meth:`Store.update_and_get`, :meth:`Store.incr_and_get`),
-    and its events in one each.
+    The job's own writes around the stage, its events among them, go in two
+    round trips, one before and one after it (:meth:`Store.update_and_get`,
+    :meth:`Store.incr_and_get`), and its success in one.
     """
     if record is None or record["status"] not in ACTIVE:
         return None
     job_id = record["id"]
     public_stage = "ensemble" if stage == "ensemble_collect" else stage
-    if not stage_started(store, job_id, public_stage):
+    begun = stage_started(store, job_id, public_stage, record)
+    if begun is None:
         return None
     start = time.perf_counter()
     current: dict | None = None
     try:
-        STAGE_FUNCTIONS[stage](store, record, *args)
+        shared = {"artifacts": artifacts} if artifacts is not None and stage in TASK_SET else {}
+        STAGE_FUNCTIONS[stage](store, record, *args, **shared)
     except Exception as exc:  # every failure ends the job with a problem, not a traceback
         if isinstance(exc, TRANSIENT) or store_full(exc):
             raise  # Redis away or full for a while: the task tries again; the job goes on
@@ -377,16 +431,18 @@ def _execute(store: Store, record: dict | None, stage: str, *args) -> dict | Non
         fail(store, job_id, problem_for(exc, public_stage))
         return None
     finally:
-        current = stage_finished(store, job_id, stage, time.perf_counter() - start)
+        current = stage_finished(store, job_id, stage, time.perf_counter() - start, begun)
     if stage == LAST and current is not None:  # succeeded once its timing is recorded
+        fields = {"status": "succeeded", "updated": now()}
+        after = {**current, **fields}
         done = store.update_and_get(
-            job_id, {"status": "succeeded", "updated": now()}, expect=ACTIVE
+            job_id, fields, expect=ACTIVE, event=("succeeded", events.data("succeeded", after))
         )
         if done is None:  # cancelled or failed meanwhile
             current = store.get_job(job_id)
         else:
             current = done[1]
-            events.finished(store, job_id, "succeeded", current)
+            events.finished(store, job_id, "succeeded", current, recorded=True)
     if current is None or current["status"] == "cancelled":  # drop what it wrote
         release(store, current or record)
         return None

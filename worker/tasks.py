@@ -228,7 +228,9 @@ def start(self, job_id: str) -> dict:
                 self.name,
                 steps["n"],
             )
-            if task_id:
+            # Cancelling revokes the task the record names (the API's sca.start) and
+            # those listed with the job: a takeover's sca.start lists itself.
+            if task_id and steps["record"].get("task_id") != task_id:
                 store.add_task(job_id, task_id)
                 held.append(task_id)
             if not stages.run_steps(store, job_id, steps):

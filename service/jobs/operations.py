@@ -106,11 +106,10 @@ def _store_and_enqueue(b, record: dict, job: JobInput, ids) -> None:
     # from here on, a watchdog takes the job over or fails it within the heartbeat bound.
     b.store.create_job(job_id, record, alive=True)
     track(b.store, record)  # before the cache is read: a release then keeps what it finds
-    if b.store.has(keys["input"]):
-        b.store.touch(keys["input"])
-    else:
+    present = b.store.touch(keys["input"], keys["result"])  # a hit touches the rest below
+    if keys["input"] not in present:
         b.store.save_arrays(keys["input"], job.arrays)
-    hit = cache_hit(b.store, record)
+    hit = cache_hit(b.store, record, present)
     if hit:
         b.store.update_job(job_id, hit)
         record.update(hit)
@@ -120,8 +119,9 @@ def _store_and_enqueue(b, record: dict, job: JobInput, ids) -> None:
         b.store.forget_alive(job_id)
         events.finished(b.store, job_id, "succeeded", record)
     if record["status"] == "queued":
-        events.emit(b.store, job_id, "queued", record)
-        b.store.alive(job_id)
+        # Its queued event and a sign of life in one round trip, before the task exists.
+        queued = ("queued", events.data("queued", record))
+        b.store.update_and_get(job_id, {}, alive=True, event=queued)
         task_id = b.queue.submit(job_id)
         b.store.update_job(job_id, {"task_id": task_id})
 

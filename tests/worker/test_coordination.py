@@ -35,6 +35,17 @@ def test_per_key_counters(store):
     assert store.active_jobs("k") == {"j2"} and store.active_jobs("nobody") == set()
 
 
+def test_active_jobs_pruned_of_finished_and_gone_ones_but_the_new_one(store):
+    for job_id, status in (("run", "running"), ("wait", "queued"), ("done", "succeeded")):
+        store.create_job(job_id, {"id": job_id, "status": status})
+        store.add_active("k", job_id)
+    store.add_active("k", "gone")  # deleted, or expired
+    store.add_active("k", "new")  # its record is made after the count
+    assert store.prune_active("k", ("queued", "running"), keep="new") == 3
+    assert store.active_jobs("k") == {"run", "wait", "new"}
+    assert store.prune_active("nobody", ("queued",)) == 0
+
+
 def test_queue_depth_reads_the_brokers_lists(store):
     assert store.queue_depth()[0] == 0  # (kombu's unacked hash is outside the prefix)
     store.client.rpush(store.key(keys.queue()), b"m1", b"m2")

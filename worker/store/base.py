@@ -65,6 +65,8 @@ class StoreBase:
                 "CENSUS_STEP",
                 "CLAIM",
                 "TAKE_SHARE",
+                "TOUCH",
+                "PRUNE",
             )
         }
         #: Called when this process queues a webhook: the embedded runner's deliverer
@@ -186,14 +188,16 @@ class StoreBase:
         if found:
             self.client.delete(*found)
 
-    def touch(self, *names: str, ttl: int | None = None) -> None:
-        """Restart the TTL of existing artifacts (cache hits keep them alive)."""
-        found = self._artifact_keys(*names) if names else []
-        if found:
-            with self.client.pipeline(transaction=False) as pipe:
-                for key in found:
-                    pipe.expire(key, self.ttl if ttl is None else int(ttl))
-                pipe.execute()
+    def touch(self, *names: str, ttl: int | None = None) -> set[str]:
+        """Restart the TTL of existing artifacts (cache hits keep them alive), with
+        their chunks, in one round trip; the names that exist."""
+        if not names:
+            return set()
+        found = self._scripts["TOUCH"](
+            keys=[self.key(name) for name in names],
+            args=[self.ttl if ttl is None else int(ttl), HEAD, keys.CHUNK_INFIX],
+        )
+        return {name for name, there in zip(names, found, strict=True) if int(there)}
 
     def save_json(self, name: str, value, ttl: int | None = None) -> None:
         self.save_bytes(name, json.dumps(value, separators=(",", ":")).encode(), ttl)

@@ -22,6 +22,7 @@ import time
 from collections.abc import Iterable
 
 from . import keys
+from .base import expected_statuses
 from .records import Records
 
 # kombu's Redis transport: the lists of a queue's priorities.
@@ -131,6 +132,16 @@ class Store(Records):
 
     def active_jobs(self, owner: str) -> set[str]:
         return self.smembers(keys.active(owner))
+
+    def prune_active(self, owner: str, statuses: Iterable[str], keep: str = "") -> int:
+        """Drop the jobs of ``owner`` no longer in one of ``statuses`` (or gone), but
+        ``keep``, from its active jobs, in one round trip; how many are left."""
+        return int(
+            self._scripts["PRUNE"](
+                keys=[self.key(keys.active(owner))],
+                args=[self.key(keys.job("")), keep, *expected_statuses(statuses)],
+            )
+        )
 
     def take_share(
         self, owner: str, task_id: str, cap: int, lease: float, waiting: float

@@ -87,36 +87,59 @@ class Records(StoreBase):
         alive: bool = False,
         count: str | None = None,
         unless_same: str = "",
+        event: tuple[str, str] | None = None,
     ) -> tuple[int, dict] | None:
         """:meth:`update_job` and, in the same round trip, the job marked alive
         (``alive``), the counter field ``count`` added to unless the field
-        ``unless_same`` already held its new value, and the record read back.
+        ``unless_same`` already held its new value, the ``event`` (name, data)
+        appended to its events (with ``count``, only when the counter reached 1;
+        see :meth:`append_event`), and the record read back.
 
         Returns ``(count's value or 0, record)``, or None when nothing was set.
         """
         expected = expected_statuses(expect)
-        args: list = [self.ttl, time.time(), job_id, count or "", unless_same, len(expected)]
-        args += expected
+        name, data = event or ("", "")
+        args: list = [self.ttl, time.time(), job_id, count or "", unless_same, name, data]
+        args += [EVENTS_KEPT, len(expected), *expected]
         for field, value in encode(fields).items():
             args += [field, value]
         found = self._scripts["HSET_GET"](
-            keys=[self.key(keys.job(job_id)), self.key(keys.alive()) if alive else ""], args=args
+            keys=[
+                self.key(keys.job(job_id)),
+                self.key(keys.alive()) if alive else "",
+                self.key(keys.job_events(job_id)) if event else "",
+            ],
+            args=args,
         )
         if not found:
             return None
         return int(found[0]), _record(found[1])
 
     def incr_and_get(
-        self, job_id: str, field: str, amount: float, histogram: str, amounts: Mapping
+        self,
+        job_id: str,
+        field: str,
+        amount: float,
+        histogram: str,
+        amounts: Mapping,
+        event: tuple[str, str, str] | None = None,
     ) -> dict | None:
         """Add ``amount`` to a job's counter field and ``amounts`` to the hash
-        ``histogram`` (as :meth:`hincr_many`), and read the job back: one round trip.
-        None when the job is gone (the histogram is added to all the same)."""
-        args: list = [field, float(amount)]
-        for name, value in amounts.items():
-            args += [name, value, "int" if isinstance(value, int) else "float"]
+        ``histogram`` (as :meth:`hincr_many`), append ``event`` (name, data, the
+        status the job must still have) to its events, and read the job back: one
+        round trip.  None when the job is gone (the histogram is added to all the same)."""
+        name, data, status = event or ("", "", "")
+        args: list = [field, float(amount), self.ttl, name, data, EVENTS_KEPT]
+        args.append(json.dumps(status).encode() if event else "")
+        for key, value in amounts.items():
+            args += [key, value, "int" if isinstance(value, int) else "float"]
         found = self._scripts["HINCR_GET"](
-            keys=[self.key(keys.job(job_id)), self.key(histogram)], args=args
+            keys=[
+                self.key(keys.job(job_id)),
+                self.key(histogram),
+                self.key(keys.job_events(job_id)) if event else "",
+            ],
+            args=args,
         )
         return _record(found) if found else None
 

@@ -23,21 +23,24 @@ return 1
 
 # Sets a job's fields as HSET_IF does, and in the same call: marks the job alive
 # (a sorted set's member scored now), adds 1 to a counter field unless a field
-# already held its new value, and reads the job back.  KEYS[1] job hash, KEYS[2]
-# sorted set of live jobs ('' = none); ARGV: ttl, now, member, counter ('' =
-# none), field compared, n_expected, expected..., field, value, field, value...
-# Returns false when nothing was set, else {counter's value or 0, HGETALL}.
+# already held its new value, appends an event to the job's stream (when a
+# counter is given, only when it reached 1) and reads the job back.  KEYS[1] job
+# hash, KEYS[2] sorted set of live jobs ('' = none), KEYS[3] the job's event
+# stream ('' = none); ARGV: ttl, now, member, counter ('' = none), field
+# compared, event name, event data, events kept, n_expected, expected..., field,
+# value, field, value...  Returns false when nothing was set, else {counter's
+# value or 0, HGETALL}.
 HSET_GET = """
 if redis.call('EXISTS', KEYS[1]) == 0 then return false end
-local n = tonumber(ARGV[6])
+local n = tonumber(ARGV[9])
 if n > 0 then
   local status = redis.call('HGET', KEYS[1], 'status')
   local ok = false
-  for i = 7, 6 + n do if status == ARGV[i] then ok = true end end
+  for i = 10, 9 + n do if status == ARGV[i] then ok = true end end
   if not ok then return false end
 end
 local count, same = 0, false
-for i = 7 + n, #ARGV, 2 do
+for i = 10 + n, #ARGV, 2 do
   if ARGV[i] == ARGV[5] and redis.call('HGET', KEYS[1], ARGV[i]) == ARGV[i + 1] then
     same = true
   end
@@ -46,20 +49,30 @@ end
 redis.call('EXPIRE', KEYS[1], ARGV[1])
 if KEYS[2] ~= '' then redis.call('ZADD', KEYS[2], ARGV[2], ARGV[3]) end
 if ARGV[4] ~= '' and not same then count = redis.call('HINCRBY', KEYS[1], ARGV[4], 1) end
+if KEYS[3] ~= '' and (ARGV[4] == '' or count == 1) then
+  redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[8], '*', 'e', ARGV[6], 'd', ARGV[7])
+  redis.call('EXPIRE', KEYS[3], ARGV[1])
+end
 return {count, redis.call('HGETALL', KEYS[1])}
 """
 
 # Adds to a job's counter field if the job exists, adds an observation to a
-# histogram's hash, and reads the job back (false when it is gone).  KEYS[1] job
-# hash, KEYS[2] histogram hash; ARGV: field, amount, then the histogram's
-# field, amount, "int" or "float" triples.
+# histogram's hash, appends an event to the job's stream while the job's status
+# is the one given, and reads the job back (false when it is gone).  KEYS[1] job
+# hash, KEYS[2] histogram hash, KEYS[3] the job's event stream ('' = none);
+# ARGV: field, amount, ttl, event name, event data, events kept, status, then
+# the histogram's field, amount, "int" or "float" triples.
 HINCR_GET = """
-for i = 3, #ARGV, 3 do
+for i = 8, #ARGV, 3 do
   if ARGV[i + 2] == 'int' then redis.call('HINCRBY', KEYS[2], ARGV[i], ARGV[i + 1])
   else redis.call('HINCRBYFLOAT', KEYS[2], ARGV[i], ARGV[i + 1]) end
 end
 if redis.call('EXISTS', KEYS[1]) == 0 then return false end
 redis.call('HINCRBYFLOAT', KEYS[1], ARGV[1], ARGV[2])
+if KEYS[3] ~= '' and redis.call('HGET', KEYS[1], 'status') == ARGV[7] then
+  redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[6], '*', 'e', ARGV[4], 'd', ARGV[5])
+  redis.call('EXPIRE', KEYS[3], ARGV[3])
+end
 return redis.call('HGETALL', KEYS[1])
 """
 
@@ -229,4 +242,36 @@ if not amount then return 0 end
 redis.call('HDEL', KEYS[1], ARGV[1])
 if redis.call('EXISTS', KEYS[2]) == 1 then redis.call('DECRBY', KEYS[2], amount) end
 return 1
+"""
+
+# Restarts the TTL of the artifacts that exist, with their chunks, and says
+# which exist.  KEYS: the artifacts; ARGV: ttl, the head of a chunked value, the
+# infix of its chunks' names.  Returns a 1 or 0 per key.
+TOUCH = """
+local head, found = ARGV[2], {}
+for i, key in ipairs(KEYS) do
+  if redis.call('EXPIRE', key, ARGV[1]) == 1 then
+    found[i] = 1
+    if redis.call('GETRANGE', key, 0, #head - 1) == head then
+      local chunks = tonumber(string.sub(redis.call('GET', key), #head + 1))
+      for c = 0, chunks - 1 do redis.call('EXPIRE', key .. ARGV[3] .. c, ARGV[1]) end
+    end
+  else
+    found[i] = 0
+  end
+end
+return found
+"""
+
+# Drops from a set of job ids those whose record is gone or no longer has one of
+# some statuses, but one id (a job whose record is still to be made).  KEYS[1]
+# the set; ARGV: the prefix of the records' keys, the id kept, the statuses
+# (JSON).  Returns the set's size after.
+PRUNE = """
+for _, id in ipairs(redis.call('SMEMBERS', KEYS[1])) do
+  local status, keep = redis.call('HGET', ARGV[1] .. id, 'status'), id == ARGV[2]
+  for i = 3, #ARGV do if status == ARGV[i] then keep = true end end
+  if not keep then redis.call('SREM', KEYS[1], id) end
+end
+return redis.call('SCARD', KEYS[1])
 """
