@@ -23,7 +23,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 
 import sca
 
-from . import stages, webhooks
+from . import planning, stages, webhooks
 from .config import resolve
 from .store import Store
 
@@ -32,7 +32,7 @@ log = logging.getLogger(__name__)
 
 def run_job(store: Store, job_id: str) -> None:
     """Every stage a job still needs, in order (what the Celery chain does)."""
-    steps = stages.plan(store, job_id)
+    steps = planning.plan(store, job_id)
     if steps is not None:
         stages.run_steps(store, job_id, steps)
 

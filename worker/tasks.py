@@ -40,7 +40,7 @@ import logging
 from celery import chain, chord, group, signals
 from celery.exceptions import Ignore
 
-from . import on_dask, share, stages
+from . import on_dask, planning, share, stages
 from .capacity import with_room
 from .celery_app import app, get_store
 from .problems import TRANSIENT, store_full
@@ -159,7 +159,7 @@ STAGE_TASKS = {"balancing": balance, "spectral": spectrum, "iteration": iterate}
 
 
 def job_canvas(job_id: str, steps: dict):
-    """The chain of signatures for the stages in ``steps`` (from :func:`stages.plan`)."""
+    """The chain of signatures for the stages in ``steps`` (from :func:`planning.plan`)."""
     signatures = []
     for stage in steps["stages"]:
         if stage == "ensemble":
@@ -212,7 +212,7 @@ def start(self, job_id: str) -> dict:
     held: list[str] = []  # this task's id, once it runs the job's stages (cancelling revokes it)
 
     def plan_and_enqueue():  # planned afresh (new task ids) each time Redis refuses it
-        steps = stages.plan(store, job_id)
+        steps = planning.plan(store, job_id)
         if steps is None:
             return None
         ran = _on_dask(store, job_id, steps, task_id, held, self.app.sca_settings)

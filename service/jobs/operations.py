@@ -29,8 +29,9 @@ from sca_worker.jobs import (
     normalise_options,
     now,
 )
+from sca_worker.planning import cache_hit
 from sca_worker.problems import problem_for, store_full
-from sca_worker.stages import cache_hit, load_balanced
+from sca_worker.stages import load_balanced
 from sca_worker.store import ArtifactMissing
 from sca_worker.store.keys import artifact_keys, element_ids
 

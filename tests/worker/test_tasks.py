@@ -8,7 +8,7 @@ from celery import chord
 from celery.canvas import _chain
 from celery.exceptions import Ignore
 
-from sca_worker import celery_app, stages, tasks
+from sca_worker import celery_app, planning, stages, tasks
 from sca_worker.store.keys import artifact_keys
 from tests.conftest import BASEBALL_PAPER
 from tests.worker.conftest import make_job
@@ -44,7 +44,7 @@ def test_baseball_stages(task_store):
 def test_ensemble_fan_out_and_collect(task_store):
     source = {"ensemble": [{"algorithm": "kmeans", "k": [2, 3], "runs": 2}], "ensemble_seed": 1}
     record = make_job(task_store, "data", {"X": _blobs()}, source)
-    steps = stages.plan(task_store, record["id"])
+    steps = planning.plan(task_store, record["id"])
     assert steps["stages"] == ["ensemble", "balancing", "spectral", "iteration"]
     assert len(steps["runs"]) == 4
     for i, run in enumerate(steps["runs"]):
@@ -63,17 +63,17 @@ def test_cache_reuse_plans(task_store):
     first = make_job(task_store)
     _run_chain(first)
     same = make_job(task_store)
-    assert stages.plan(task_store, same["id"]) == {"stages": [], "runs": []}
+    assert planning.plan(task_store, same["id"]) == {"stages": [], "runs": []}
     job = task_store.get_job(same["id"])
     assert job["status"] == "succeeded" and job["cached"] is True
     # The noise rule's floor comes from seeded null draws: another seed, another spectrum.
     other_seed = make_job(task_store, options={"seed": 7, "split": "gaps"})
-    assert stages.plan(task_store, other_seed["id"])["stages"] == ["spectral", "iteration"]
+    assert planning.plan(task_store, other_seed["id"])["stages"] == ["spectral", "iteration"]
     _run_chain(make_job(task_store, options={"rule": "perron"}))
     perron_seed = make_job(task_store, options={"rule": "perron", "seed": 7, "split": "gaps"})
-    assert stages.plan(task_store, perron_seed["id"])["stages"] == ["iteration"]
+    assert planning.plan(task_store, perron_seed["id"])["stages"] == ["iteration"]
     other_k = make_job(task_store, options={"k": 3})
-    assert stages.plan(task_store, other_k["id"])["stages"] == ["spectral", "iteration"]
+    assert planning.plan(task_store, other_k["id"])["stages"] == ["spectral", "iteration"]
 
 
 def test_numerical_failure_fails_the_job(task_store):
@@ -96,7 +96,7 @@ def test_cancelled_job_is_not_worked_on(task_store):
     with pytest.raises(Ignore):
         tasks.balance(record["id"])
     assert not task_store.has(artifact_keys(record)["P"])
-    assert stages.plan(task_store, record["id"]) is None
+    assert planning.plan(task_store, record["id"]) is None
 
 
 def test_missing_input_fails_with_problem(task_store):
@@ -171,10 +171,14 @@ def test_plan_runs_again_the_stages_whose_artifacts_are_gone(task_store):
     _run_chain(record)
     keys = artifact_keys(record)
     other = make_job(task_store, options={"starts": 2})  # the same P and spectrum
-    assert stages.plan(task_store, other["id"])["stages"] == ["iteration"]
+    assert planning.plan(task_store, other["id"])["stages"] == ["iteration"]
     task_store.delete(keys["spectrum"])
-    assert stages.plan(task_store, other["id"])["stages"] == ["spectral", "iteration"]
+    assert planning.plan(task_store, other["id"])["stages"] == ["spectral", "iteration"]
     task_store.delete(keys["balance"])
-    assert stages.plan(task_store, other["id"])["stages"] == ["balancing", "spectral", "iteration"]
+    assert planning.plan(task_store, other["id"])["stages"] == [
+        "balancing",
+        "spectral",
+        "iteration",
+    ]
     _run_chain(other)
     assert task_store.get_job(other["id"])["status"] == "succeeded"
