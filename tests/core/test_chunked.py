@@ -135,3 +135,42 @@ def test_chunked_null_draw_has_the_in_memory_null_distribution(local_client):
     expected = counts[0][0] * chunk / n
     spread = np.std(first_chunk, ddof=1)
     assert spread > 0 and abs(np.mean(first_chunk) - expected) < 4 * spread / np.sqrt(draws)
+
+
+def test_the_paged_result_is_the_listed_one_without_its_lists(local_client):
+    """The paged result of a chunked operator (sizes, confidences and uncoupling as
+    reductions over its blocks) agrees with the listed result of the same partition
+    on the in-memory operator; its per-element arrays are its lists."""
+    rng = np.random.default_rng(5)
+    labels = planted_runs(planted_truth(3000, [1, 1, 2], rng), 12, 0.25, rng, dtype=np.uint8)
+    S = sca.membership_operator(da.from_array(labels, chunks=(400, -1)))
+    options = sca.options.validate({"starts": 3}, n=3000, scope="core")
+    done = sca.pipeline.walk({"S": S, "source": None, "scaled": None}, options, "iteration")
+    P, iteration = done["P"], done["iteration"]
+    paged, arrays = sca.pipeline.paged_result(S, P, done["balance"], done["choice"], iteration)
+    memory = sca.membership_operator(labels)
+    gathered = sca.IterationResult(
+        np.asarray(iteration.labels),
+        iteration.iterations,
+        [(np.asarray(sol), freq) for sol, freq in iteration.solutions],
+        np.asarray(iteration.membership),
+        failed_starts=iteration.failed_starts,
+    )
+    P_memory = memory.scaled(np.asarray(P.scale))
+    listed = sca.pipeline.result_dict(memory, P_memory, done["balance"], done["choice"], gathered)
+    assert paged["per_element"] == "paged" and paged["k"] == listed["k"] == 3
+    for field in ("clusters", "labels", "confidence", "membership", "ids"):
+        assert field not in paged
+    assert paged["cluster_sizes"] == [len(members) for members in listed["clusters"]]
+    for field in ("cluster_confidence", "cluster_uncoupling"):
+        assert np.allclose(paged[field], listed[field], atol=2e-6)
+    for which in ("S", "P"):
+        assert np.isclose(paged["uncoupling"][which], listed["uncoupling"][which])
+    assert set(listed) - set(paged) == {"clusters", "labels", "confidence", "membership"}
+    assert set(paged) - set(listed) == {"per_element", "cluster_sizes"}
+    assert [s["frequency"] for s in paged["solutions"]] == [
+        s["frequency"] for s in listed["solutions"]
+    ]
+    assert np.array_equal(arrays["labels"].compute(), listed["labels"])
+    assert np.allclose(arrays["confidence"].compute(), listed["confidence"], atol=2e-6)
+    assert np.allclose(arrays["membership"].compute(), listed["membership"], atol=2e-6)

@@ -123,6 +123,25 @@ def test_written_labels_read_back(tmp_path, labels):
     assert np.array_equal(storage.open_labels(str(tmp_path / "m")).compute(), labels)
 
 
+@pytest.mark.parametrize("lo, hi", [(0, 10), (95, 205), (190, 600), (600, 600), (150, 150)])
+def test_a_page_of_a_stack_reads_its_rows(tmp_path, labels, lo, hi):
+    vector = labels[:, 0].astype(np.int64)
+    storage.write_labels(vector, str(tmp_path / "out"), block_rows=100)
+    storage.write_labels(labels, str(tmp_path / "m"), block_rows=100)
+    assert np.array_equal(storage.stack_rows(str(tmp_path / "out"), lo, hi), vector[lo:hi])
+    assert np.array_equal(storage.stack_rows(str(tmp_path / "m"), lo, hi), labels[lo:hi])
+
+
+def test_a_page_opens_only_the_blocks_before_its_end(tmp_path, labels):
+    """A block after the page is never opened: garbage there does not disturb it."""
+    vector = labels[:, 0].astype(np.int64)
+    storage.write_labels(vector, str(tmp_path / "out"), block_rows=100)
+    (tmp_path / "out" / "3.npy").write_bytes(b"not an array")
+    assert np.array_equal(storage.stack_rows(str(tmp_path / "out"), 120, 250), vector[120:250])
+    with pytest.raises(SCAError, match="not a .npy file"):
+        storage.stack_rows(str(tmp_path / "out"), 250, 350)
+
+
 def test_the_operator_of_a_referenced_matrix_is_the_in_memory_one(root, labels):
     S = sca.membership_operator(storage.open_labels(str(root / "stack")))
     x = np.random.default_rng(0).random(labels.shape[0])
