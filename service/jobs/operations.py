@@ -10,12 +10,16 @@ custom clusters run within the time budget of :mod:`.budget`.
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 from flask import current_app
 
 import sca
-from sca.pipeline import check_ids, custom_dict, resolve_element, similar_dict, with_ids
+from sca import storage
+from sca.pipeline import PAGED, check_ids, custom_dict, resolve_element, similar_dict, with_ids
 from sca.spectral import check_spectrum_options
+from sca.storage import parse_roots
 from sca_worker import events
 from sca_worker import inputs as worker_inputs
 from sca_worker.cleanup import forget, release, track
@@ -51,6 +55,7 @@ def links(job_id: str) -> dict:
         "self": base,
         "custom_clusters": f"{base}/custom-clusters",
         "similar": f"{base}/elements/{{element}}/similar",
+        "labels": f"{base}/labels",
         "view": f"{base}/view",
         "plots": f"{base}/plots/{{name}}.{{format}}",
     }
@@ -267,6 +272,43 @@ def job_state(record: dict) -> dict:
         }
 
     return backend().operators.get(f"placement:{artifact_keys(record)['result']}", load)
+
+
+def written_directory(record: dict, result: dict) -> str:
+    """The directory of a paged result's stacks, from the root and path it names
+    (resolved as a reference is: inside its root); a missing one is a 410."""
+    written = result["written"]
+    roots = parse_roots(current_app.config["SCA_DATA_ROOTS"])
+    try:
+        return storage.resolve(roots, written["root"], written["path"], "written")
+    except sca.SCAError as exc:
+        raise ArtifactMissing(f"the per-element data of job {record['id']}: {exc}") from None
+
+
+def labels_page(record: dict, offset: int, limit: int) -> dict:
+    """Elements ``offset`` to ``offset + limit`` of a finished job: their labels,
+    confidences, membership (with several starts) and ids (when it has them),
+    read from the stored lists, or, for a paged result, from only the blocks of
+    its written stacks that hold them (:func:`sca.storage.stack_rows`)."""
+    succeeded(record)
+    result = stored(record, "result")
+    n = int(result["n"])
+    if offset > n:
+        raise invalid("offset", f"offset must be at most n = {n}, got {offset}")
+    end = min(offset + limit, n)
+    page: dict = {"offset": offset, "limit": limit, "n": n}
+    if result.get("per_element") == PAGED:
+        directory = written_directory(record, result)
+        for name in result["written"]["arrays"]:
+            page[name] = storage.stack_rows(os.path.join(directory, name), offset, end).tolist()
+    else:
+        for name in ("labels", "confidence", "membership"):
+            if name in result:
+                page[name] = result[name][offset:end]
+    ids = job_ids(record["id"])
+    if ids is not None:
+        page["ids"] = ids[offset:end]
+    return page
 
 
 def custom_clusters(record: dict, request: dict) -> dict:
