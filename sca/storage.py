@@ -243,6 +243,18 @@ def open_stack(location: str, field: str = "labels"):
     return da.concatenate(blocks, axis=0)
 
 
+def stack_blocks(location: str) -> list[tuple[str, int]]:
+    """The files of the array at ``location`` with their rows, in order: each
+    block of an npy stack, or a ``.npy`` file as one (headers only are read)."""
+    if os.path.isdir(location):
+        return [(path, _header(path)[0][0]) for path in _stack_files(location)]
+    if location.endswith(_NPY) and not _is_url(location):
+        return [(location, _header(location)[0][0])]
+    raise SCAError(
+        "labels.path: read by blocks only from an npy stack or a .npy file", "labels.path"
+    )
+
+
 def stack_rows(location: str, lo: int, hi: int) -> np.ndarray:
     """Rows ``lo:hi`` of the npy stack at ``location``: only the blocks that hold
     them are opened, each memory-mapped, so a page of a stack of any size costs

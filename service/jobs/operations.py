@@ -244,6 +244,20 @@ def balanced(record: dict):
     return b.operators.get(artifact_keys(record)["P"], lambda: load_balanced(b.store, record))
 
 
+def multiplied(record: dict):
+    """P for the queries that only multiply by it (custom clusters, similar
+    elements): for a job run on Dask its files read a block at a time
+    (:func:`sca_worker.inputs.stacked_operator`), else :func:`balanced`."""
+    if not record.get("reference"):
+        return balanced(record)
+    b = backend()
+    key = artifact_keys(record)["P"]
+    state = b.operators.get(f"stored:{key}", lambda: b.store.load_arrays(key))
+    if not worker_inputs.is_stored(state):
+        return balanced(record)
+    return b.operators.get(f"stacked:{key}", lambda: worker_inputs.stacked_operator(state))
+
+
 def _data(record: dict):
     b = backend()
     key = artifact_keys(record)["input"]
@@ -258,20 +272,31 @@ def job_state(record: dict) -> dict:
     data's fitted scale, a neighbour index or S's largest diagonal entry."""
 
     def load():
-        store = backend().store
-        result = store.load_json(artifact_keys(record)["result"])
-        labels = result["labels"]
-        if record.get("reference"):  # a job run on Dask wrote its labels beside its input
-            state = store.load_arrays(artifact_keys(record)["P"])
-            if worker_inputs.is_stored(state):
-                labels = worker_inputs.stored_labels(state)
-        return {
-            "labels": np.asarray(labels, dtype=np.int64),
+        result = backend().store.load_json(artifact_keys(record)["result"])
+        state = {
             "k": int(result["k"]),
             "typical": np.asarray(result["cluster_confidence"], dtype=float),
         }
+        if "labels" in result and not record.get("reference"):
+            state["labels"] = np.asarray(result["labels"], dtype=np.int64)
+        return state
 
     return backend().operators.get(f"placement:{artifact_keys(record)['result']}", load)
+
+
+def job_labels(record: dict) -> np.ndarray:
+    """The job's labels (new elements are placed among them): from its result, or,
+    for a job run on Dask, read whole from the labels it wrote."""
+    state = job_state(record)
+    if "labels" not in state:  # two threads may both load it: the same value
+        store = backend().store
+        P = store.load_arrays(artifact_keys(record)["P"])
+        if worker_inputs.is_stored(P):
+            labels = worker_inputs.stored_labels(P)
+        else:
+            labels = store.load_json(artifact_keys(record)["result"])["labels"]
+        state["labels"] = np.asarray(labels, dtype=np.int64)
+    return state["labels"]
 
 
 def written_directory(record: dict, result: dict) -> str:
@@ -317,7 +342,7 @@ def custom_clusters(record: dict, request: dict) -> dict:
     ids = job_ids(record["id"])
     index = _element(request["element"], ids, record["n"])
     k = request.get("k") or job_state(record)["k"]  # the job's k, as for new elements
-    P = balanced(record)
+    P = multiplied(record)
     options = {
         option: request[option] for option in CUSTOM_OPTIONS if request.get(option) is not None
     }
@@ -335,5 +360,5 @@ def similar(record: dict, element: str, method: str, limit: int) -> dict:
     if method != "sca" and record["kind"] != "data":
         raise invalid("method", f"{method} needs a job submitted with raw data")
     if method == "sca":
-        return similar_dict(index, method, limit, ids, P=balanced(record))
+        return similar_dict(index, method, limit, ids, P=multiplied(record))
     return similar_dict(index, method, limit, ids, X=_data(record))

@@ -169,3 +169,27 @@ def test_a_url_root_goes_through_fsspec():
     fs.pipe("/sca-test-bucket/cohort/labels.zarr/0.0", b"block")
     assert storage.fingerprint(location) != first
     fs.rm("/sca-test-bucket", recursive=True)
+
+
+@pytest.mark.parametrize("rows", [64, 1 << 14])
+def test_p_on_disk_is_the_in_memory_p(tmp_path, labels, monkeypatch, rows):
+    """The stacked P (labels and D read a block at a time) multiplies, ranks an
+    element's row and finds its custom cluster as the in-memory P does."""
+    monkeypatch.setattr(sca.operators.stacked, "ROWS", rows)
+    d = np.random.default_rng(1).uniform(0.5, 1.5, labels.shape[0])
+    storage.write_labels(labels, str(tmp_path / "labels"), block_rows=250)
+    storage.write_labels(d, str(tmp_path / "scale"), block_rows=100)
+    memory = sca.membership_operator(labels).scaled(d)
+    for location in (str(tmp_path / "labels"), str(tmp_path / "labels.npy")):
+        np.save(tmp_path / "labels.npy", labels)
+        P = sca.operators.StackedOperator(location, str(tmp_path / "scale"))
+        X = np.random.default_rng(2).random((labels.shape[0], 3))
+        assert np.allclose(P.matmat(X), memory.matmat(X))
+        assert np.allclose(P.diagonal(), memory.diagonal())
+        for element in (0, 299, 599):
+            got, expected = (sca.custom.row_neighbours(Q, element, 7) for Q in (P, memory))
+            assert [i for i, _ in got] == [i for i, _ in expected]
+            assert np.allclose([s for _, s in got], [s for _, s in expected])
+        got, expected = (sca.custom_cluster(Q, 5, 3) for Q in (P, memory))
+        assert (got.cluster, got.iterations) == (expected.cluster, expected.iterations)
+        assert np.allclose([s for _, s in got.ranked], [s for _, s in expected.ranked])
