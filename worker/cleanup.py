@@ -22,9 +22,11 @@ index), and until then its artifacts expire with their own TTL.
 
 A job run on Dask also writes npy stacks outside Redis (its labels, balancing
 vector and per-element figures, :mod:`sca_worker.on_dask`): their directory is
-listed in the hash ``written`` with the artifacts that name it (:func:`wrote`),
-and :func:`sweep` deletes every listed directory none of whose artifacts exists
-any more.  :func:`release` sweeps when it deletes such an artifact (a job
+listed in the hash ``written`` with the artifacts that read it (:func:`wrote`):
+its job's result, and its P while P's state names it (identical balancings
+share one P, which names the stacks of the job that wrote it last).
+:func:`sweep` deletes every listed directory that none of them reads any
+more.  :func:`release` sweeps when it deletes such an artifact (a job
 deleted, the last job of a result released), and each worker's watchdog
 sweeps every round (:mod:`sca_worker.heartbeat`), which deletes the stacks of
 jobs that expired.  A directory that cannot be deleted stays listed for the
@@ -44,7 +46,8 @@ import os
 import shutil
 import time
 
-from .store import Store, keys
+from .inputs import is_stored
+from .store import ArtifactMissing, Store, keys
 from .store.keys import artifact_keys, shared_artifacts
 
 log = logging.getLogger(__name__)
@@ -98,18 +101,29 @@ def release(store: Store, record) -> list[str]:
     return deleted + own
 
 
-def wrote(store: Store, directory: str, names) -> None:
-    """List ``directory``, written for a job, with the artifacts that read it
-    (after they are stored: a sweep before would find none and delete it)."""
-    store.hset_text(keys.written(), directory, json.dumps(sorted(names)))
+def wrote(store: Store, directory: str, P: str, result: str) -> None:
+    """List ``directory``, written for a job, with the names of its P and result
+    (after they are stored: a sweep before would find neither and delete it)."""
+    store.hset_text(keys.written(), directory, json.dumps({"P": P, "result": result}))
+
+
+def _read(store: Store, directory: str, names: dict) -> bool:
+    """Whether the result or the P listed with ``directory`` still reads it."""
+    if store.has(names["result"]):
+        return True
+    try:
+        state = store.load_arrays(names["P"])
+    except ArtifactMissing:
+        return False
+    return is_stored(state) and os.path.dirname(str(state["scale"])) == directory
 
 
 def sweep(store: Store) -> list[str]:
-    """Delete the listed directories none of whose artifacts exists any more (their
-    jobs deleted or expired); returns those deleted."""
+    """Delete the listed directories that no artifact reads any more (their jobs
+    deleted or expired); returns those deleted."""
     gone = []
     for directory, names in store.htexts(keys.written()).items():
-        if store.existing(*json.loads(names)):
+        if _read(store, directory, json.loads(names)):
             continue
         shutil.rmtree(directory, ignore_errors=True)
         if os.path.exists(directory):

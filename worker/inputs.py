@@ -199,8 +199,3 @@ def stacked_operator(state: Mapping):
         return sca.operators.StackedOperator(str(state["input"]), str(state["scale"]))
     except sca.SCAError:
         return stored_operator(state)
-
-
-def stored_labels(state: Mapping) -> np.ndarray:
-    """The clustering's labels of a :data:`STORED` job, read from where they were written."""
-    return storage.load_stack(str(state["labels"]))

@@ -299,7 +299,7 @@ def _walk(store: Store, record: dict, settings: Mapping, progress: _Stages) -> N
     store.save_json(keys["balance"], jsonable(done["balance"]))
     store.save_json(keys["spectrum"], jsonable(done["spectrum"]))
     store.save_json(keys["result"], jsonable(result))
-    wrote(store, location, (keys["P"], keys["result"]))
+    wrote(store, location, keys["P"], keys["result"])
 
 
 def _succeed(store: Store, job_id: str, progress: _Stages) -> bool:

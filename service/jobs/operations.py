@@ -277,7 +277,7 @@ def job_state(record: dict) -> dict:
             "k": int(result["k"]),
             "typical": np.asarray(result["cluster_confidence"], dtype=float),
         }
-        if "labels" in result and not record.get("reference"):
+        if "labels" in result:
             state["labels"] = np.asarray(result["labels"], dtype=np.int64)
         return state
 
@@ -285,17 +285,13 @@ def job_state(record: dict) -> dict:
 
 
 def job_labels(record: dict) -> np.ndarray:
-    """The job's labels (new elements are placed among them): from its result, or,
-    for a job run on Dask, read whole from the labels it wrote."""
+    """The job's labels (new elements are placed among them): its result's, or, for a
+    paged result, read whole from the stack it wrote."""
     state = job_state(record)
     if "labels" not in state:  # two threads may both load it: the same value
-        store = backend().store
-        P = store.load_arrays(artifact_keys(record)["P"])
-        if worker_inputs.is_stored(P):
-            labels = worker_inputs.stored_labels(P)
-        else:
-            labels = store.load_json(artifact_keys(record)["result"])["labels"]
-        state["labels"] = np.asarray(labels, dtype=np.int64)
+        result = stored(record, "result")
+        written = os.path.join(written_directory(record, result), "labels")
+        state["labels"] = storage.load_stack(written).astype(np.int64)
     return state["labels"]
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import uuid
 
+import numpy as np
 import pytest
 
 from sca_worker.cleanup import release, sweep, track, wrote
@@ -106,10 +107,20 @@ def test_sets_of_an_earlier_release_are_left_to_expire(store):
     assert not store.has(keys["input"])
 
 
+def _stored(directory) -> dict:
+    """A P that names the stacks written in ``directory`` (a job run on Dask)."""
+    return {
+        "kind": np.array("stored"),
+        "input": np.array("/data/labels"),
+        "scale": np.array(str(directory / "scale")),
+        "labels": np.array(str(directory / "labels")),
+    }
+
+
 def test_written_stacks_go_with_the_last_artifact_that_reads_them(store, tmp_path):
-    """A directory of stacks written for a job (a job run on Dask) stays while its P
-    or its result exists, and is deleted by the release that deletes the last of
-    them, or by a sweep once they expired."""
+    """A directory of stacks written for a job run on Dask stays while its result
+    exists or its P names it, and is deleted by the release that ends both, or by
+    a sweep once they expired (or P names another job's stacks)."""
     first = make_job(store)
     track(store, first)
     keys = _finish(store, first)
@@ -117,7 +128,8 @@ def test_written_stacks_go_with_the_last_artifact_that_reads_them(store, tmp_pat
     directory = tmp_path / "sca-results" / "r1"
     (directory / "labels").mkdir(parents=True)
     (directory / "labels" / "0.npy").write_bytes(b"x")
-    wrote(store, str(directory), (keys["P"], keys["result"]))
+    store.save_arrays(keys["P"], _stored(directory))
+    wrote(store, str(directory), keys["P"], keys["result"])
 
     release(store, first)
     assert directory.exists()  # the twin still reads it
@@ -129,9 +141,10 @@ def test_written_stacks_go_with_the_last_artifact_that_reads_them(store, tmp_pat
     track(store, expiring)
     keys = _finish(store, expiring)
     directory.mkdir()
-    wrote(store, str(directory), (keys["P"], keys["result"]))
+    store.save_arrays(keys["P"], _stored(directory))
+    wrote(store, str(directory), keys["P"], keys["result"])
     assert sweep(store) == [] and directory.exists()
-    store.delete(keys["P"])
-    assert sweep(store) == [] and directory.exists()  # the result still reads it
     store.delete(keys["result"])  # what expiry does to it
+    assert sweep(store) == [] and directory.exists()  # P still names it
+    store.save_arrays(keys["P"], _stored(tmp_path / "another"))  # a twin balancing wrote P
     assert sweep(store) == [str(directory)] and not directory.exists()
