@@ -338,7 +338,10 @@ def test_a_large_job_is_paged_queried_and_its_stacks_deleted_with_it(stack, data
     root = data[0]
     wide = np.concatenate([np.load(root / "wide" / f"{i}.npy") for i in range(WIDE // 1000)])
     job_id = stack.submit("wide", starts=2)
-    expiring = stack.submit("wide", starts=2, seed=3)  # runs while this one is read
+    # Runs while the first is read; an input of its own, so no shared P names the
+    # first's stacks once it is deleted (one does keep them: tests/worker/test_cleanup.py).
+    shutil.copytree(root / "wide", root / "wide-copy")
+    expiring = stack.submit("wide-copy", starts=2)
     listed = sca.cluster(labels=wide, options={"starts": 2})
     job = stack.api.wait(job_id, timeout=180)
     assert job["status"] == "succeeded", (job, stack.worker.log.read_text()[-3000:])
