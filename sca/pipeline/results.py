@@ -105,7 +105,8 @@ def with_ids(result: Mapping, ids: list | None) -> dict:
     if ids is None:
         return out
     name = namer(ids)
-    out["clusters"] = [[name(i) for i in members] for members in result["clusters"]]
+    if "clusters" in result:  # a paged result lists no members
+        out["clusters"] = [[name(i) for i in members] for members in result["clusters"]]
     if out.get("trace"):
         out["trace"] = [
             dict(
