@@ -3,7 +3,9 @@
 The command line, the estimator and the service's worker all run the table
 of stages of :mod:`sca.pipeline.stages` and shape their answers with
 :mod:`sca.pipeline.results`, so their results have the same shape.
-:mod:`sca.pipeline.source` reaches the consensus operator from the input.
+:mod:`sca.pipeline.source` reaches the consensus operator from the input;
+:mod:`sca.pipeline.paged` shapes the result of a chunked operator without
+listing its elements.
 """
 
 from .paged import PAGED, paged_result

@@ -9,7 +9,9 @@ through these functions, so every interface answers with the same shape:
 ``labels``, ``eigenvalues`` (descending), ``lambda2``, ``gap``,
 ``balancing``, ``iterations``, ``uncoupling``, ``solutions``,
 ``membership``, ``trace`` and, from the command line, per-stage ``timings``
-(seconds).
+(seconds).  A clustering too large to list its elements has the paged form
+of :mod:`sca.pipeline.paged` instead (the same entries but the per-element
+ones, and the clusters' sizes).
 """
 
 from __future__ import annotations
