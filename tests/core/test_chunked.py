@@ -139,26 +139,29 @@ def test_chunked_null_draw_has_the_in_memory_null_distribution(local_client):
 
 def test_the_paged_result_is_the_listed_one_without_its_lists(local_client):
     """The paged result of a chunked operator (sizes, confidences and uncoupling as
-    reductions over its blocks) agrees with the listed result of the same partition
-    on the in-memory operator; its per-element arrays are its lists."""
+    reductions over its blocks) agrees with the listed result of the same
+    clustering on the in-memory operator; its per-element arrays are its lists.
+    The stages run in memory (the chunked ones are tested above): the same P and
+    partition are then handed to the chunked form as Dask arrays."""
     rng = np.random.default_rng(5)
     labels = planted_runs(planted_truth(3000, [1, 1, 2], rng), 12, 0.25, rng, dtype=np.uint8)
-    S = sca.membership_operator(da.from_array(labels, chunks=(400, -1)))
     options = sca.options.validate({"starts": 3}, n=3000, scope="core")
-    done = sca.pipeline.walk({"S": S, "source": None, "scaled": None}, options, "iteration")
-    P, iteration = done["P"], done["iteration"]
-    paged, arrays = sca.pipeline.paged_result(S, P, done["balance"], done["choice"], iteration)
     memory = sca.membership_operator(labels)
-    gathered = sca.IterationResult(
-        np.asarray(iteration.labels),
-        iteration.iterations,
-        [(np.asarray(sol), freq) for sol, freq in iteration.solutions],
-        np.asarray(iteration.membership),
-        failed_starts=iteration.failed_starts,
+    done = sca.pipeline.walk({"S": memory, "source": None, "scaled": None}, options)
+    listed, found = done["result"], done["iteration"]
+    S = sca.membership_operator(da.from_array(labels, chunks=(400, -1)))
+    P = S.scaled(done["P"].scale)
+    rows = (400, -1)
+    chunked = sca.IterationResult(
+        da.from_array(found.labels, chunks=400),
+        found.iterations,
+        [(da.from_array(sol, chunks=400), freq) for sol, freq in found.solutions],
+        da.from_array(found.membership, chunks=rows),
+        failed_starts=found.failed_starts,
     )
-    P_memory = memory.scaled(np.asarray(P.scale))
-    listed = sca.pipeline.result_dict(memory, P_memory, done["balance"], done["choice"], gathered)
+    paged, arrays = sca.pipeline.paged_result(S, P, done["balance"], done["choice"], chunked)
     assert paged["per_element"] == "paged" and paged["k"] == listed["k"] == 3
+    assert all(type(array) is da.Array for array in arrays.values())  # nothing gathered
     for field in ("clusters", "labels", "confidence", "membership", "ids"):
         assert field not in paged
     assert paged["cluster_sizes"] == [len(members) for members in listed["clusters"]]
