@@ -196,6 +196,7 @@ def stacked_operator(state: Mapping):
     (:class:`sca.operators.StackedOperator`), never whole; an input of another
     format (a ``.zarr`` store) as :func:`stored_operator` reads it."""
     try:
-        return sca.operators.StackedOperator(str(state["input"]), str(state["scale"]))
+        spans = state["spans"] if "spans" in state else None  # stored since the paged form
+        return sca.operators.StackedOperator(str(state["input"]), str(state["scale"]), spans)
     except sca.SCAError:
         return stored_operator(state)

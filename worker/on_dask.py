@@ -156,6 +156,7 @@ def stored_state(P, reference: Mapping, location: str) -> dict:
         "input": np.array(reference["location"]),
         "scale": np.array(os.path.join(location, "scale")),
         "labels": np.array(os.path.join(location, "labels")),
+        "spans": np.asarray(P.spans),  # each run's labels 0..spans-1, for the queries
     }
 
 

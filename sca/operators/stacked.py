@@ -35,26 +35,30 @@ class StackedOperator(ConsensusOperator):
         element in every run, labels ``0, 1, ...``).
     scale : str
         The diagonal of D as an npy stack (:func:`sca.storage.write_labels`).
+    spans : array_like of int, shape (r,), optional
+        Run j's labels are ``0..spans[j]-1``; read off the labels (one pass
+        over the blocks) when not given.
 
     Notes
     -----
     It is P itself (its ``scale`` is None: D is applied as each block is
-    read), so it has no unscaled form; each run's labels count from 0 to
-    their largest, read once here.
+    read), so it has no unscaled form.
     """
 
     kind = "stacked"
 
-    def __init__(self, labels: str, scale: str):
+    def __init__(self, labels: str, scale: str, spans=None):
         self.blocks = storage.stack_blocks(labels)
         self.scale_location = scale
         super().__init__(sum(rows for _, rows in self.blocks))
-        top = None
-        for _, codes in self._codes():
-            high = codes.max(axis=0).astype(np.int64)
-            top = high if top is None else np.maximum(top, high)
-        assert top is not None
-        self.spans = top + 1
+        if spans is None:
+            top = None
+            for _, codes in self._codes():
+                high = codes.max(axis=0).astype(np.int64)
+                top = high if top is None else np.maximum(top, high)
+            assert top is not None
+            spans = top + 1
+        self.spans = np.asarray(spans, dtype=np.int64)
         self.offsets = np.concatenate([[0], np.cumsum(self.spans)[:-1]])
 
     def _codes(self) -> Iterator[tuple[int, np.ndarray]]:

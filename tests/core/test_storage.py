@@ -182,7 +182,8 @@ def test_p_on_disk_is_the_in_memory_p(tmp_path, labels, monkeypatch, rows):
     memory = sca.membership_operator(labels).scaled(d)
     for location in (str(tmp_path / "labels"), str(tmp_path / "labels.npy")):
         np.save(tmp_path / "labels.npy", labels)
-        P = sca.operators.StackedOperator(location, str(tmp_path / "scale"))
+        spans = None if location.endswith(".npy") else labels.max(axis=0) + 1  # given or read
+        P = sca.operators.StackedOperator(location, str(tmp_path / "scale"), spans)
         X = np.random.default_rng(2).random((labels.shape[0], 3))
         assert np.allclose(P.matmat(X), memory.matmat(X))
         assert np.allclose(P.diagonal(), memory.diagonal())

@@ -209,7 +209,8 @@ def test_a_job_named_by_reference_runs_on_the_cluster(stack, data):
     keys = artifact_keys(record)
     assert set(stack.store.load_arrays(keys["input"])) == {"reference"}
     P = stack.store.load_arrays(keys["P"])
-    assert set(P) == {"kind", "input", "scale", "labels"} and str(P["kind"]) == "stored"
+    assert set(P) == {"kind", "input", "scale", "labels", "spans"}
+    assert str(P["kind"]) == "stored"
 
     # The labels were written beside the input, as an npy stack.
     written = list((root / "sca-results").glob("*/labels"))
