@@ -316,6 +316,28 @@ class Job:
         """
         return self.client.query(self.id, elements, **options)
 
+    def labels(self, offset: int = 0, limit: int = 1000) -> dict:
+        """One page of the job's per-element data (:meth:`Client.labels`).
+
+        Parameters
+        ----------
+        offset : int, default 0
+            The first element's 0-based index.
+        limit : int, default 1000
+            The most elements (at most 10,000).
+
+        Returns
+        -------
+        dict
+            ``offset``, ``limit``, ``n``, ``labels``, ``confidence`` (and
+            ``membership``, ``ids`` when the job has them).
+        """
+        return self.client.labels(self.id, offset, limit)
+
+    def iter_labels(self, page_size: int = 10_000):
+        """Every page of the job's per-element data (:meth:`Client.iter_labels`)."""
+        return self.client.iter_labels(self.id, page_size)
+
     def plot(self, name: str, fmt: str = "png", **query) -> bytes:
         """A plot of the finished job as PNG or SVG bytes.
 

@@ -119,6 +119,61 @@ class ElementQueries:
         path = f"/v1/jobs/{quote(job_id, safe='')}/elements/{quote(str(element), safe='')}/similar"
         return self.request("GET", path, params={"limit": limit, "method": method}).json()
 
+    def labels(self, job_id: str, offset: int = 0, limit: int = 1000) -> dict:
+        """One page of a finished job's per-element data.
+
+        Parameters
+        ----------
+        job_id : str
+            The job's id.
+        offset : int, default 0
+            The first element's 0-based index.
+        limit : int, default 1000
+            The most elements (at most 10,000).
+
+        Returns
+        -------
+        dict
+            ``offset``, ``limit``, ``n``, ``labels``, ``confidence`` and, when the job
+            has them, ``membership`` and ``ids``: the same for a listed result and a
+            paged one (``per_element: "paged"``, which lists no element).
+
+        Raises
+        ------
+        InvalidInput
+            When ``offset`` is beyond n or ``limit`` out of range (422 naming it).
+        ServiceError
+            On an error answer, as the subclass of its status (:class:`NotFound`,
+            :class:`Conflict` while the job runs, ...).
+        ServiceUnreachable
+            When no HTTP answer came.
+        """
+        path = f"/v1/jobs/{quote(job_id, safe='')}/labels"
+        return self.request("GET", path, params={"offset": offset, "limit": limit}).json()
+
+    def iter_labels(self, job_id: str, page_size: int = 10_000):
+        """Every page of a finished job's per-element data, in element order.
+
+        Parameters
+        ----------
+        job_id : str
+            The job's id.
+        page_size : int, default 10000
+            Elements per page (at most 10,000).
+
+        Yields
+        ------
+        dict
+            Each page, as :meth:`labels` returns it.
+        """
+        offset = 0
+        while True:
+            page = self.labels(job_id, offset, page_size)
+            if not page["labels"]:
+                return
+            yield page
+            offset += len(page["labels"])
+
     def query(
         self,
         job_id: str,

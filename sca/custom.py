@@ -285,12 +285,17 @@ def row_neighbours(P: ConsensusOperator, element: int, limit: int | None = None)
     """The elements most similar to one by its row of P, most similar first.
 
     ``score`` is the entry ``p_ij`` of the balanced matrix (``e_i^T P``, one
-    product with P: P is never formed); ties go to the lower index.
+    product with P: P is never formed); ties go to the lower index.  The row
+    is read part by part (:meth:`ConsensusOperator.row_blocks`), keeping the
+    best ``limit`` so far, so a P on disk is ranked one block at a time.
     """
     element = _check_element(element, P.n)
-    unit = np.zeros(P.n)
-    unit[element] = 1.0
-    row = P.matmat(unit)
-    order = [int(i) for i in np.argsort(-row, kind="stable") if i != element]
-    ranked = [(i, float(row[i])) for i in order]
-    return ranked if limit is None else ranked[:limit]
+    index, score = np.empty(0, dtype=np.int64), np.empty(0)
+    for start, entries in P.row_blocks(element):  # the best `limit` kept block by block
+        index = np.concatenate([index, np.arange(start, start + entries.size)])
+        score = np.concatenate([score, entries])
+        keep = index != element
+        index, score = index[keep], score[keep]
+        order = np.lexsort((index, -score))[:limit]
+        index, score = index[order], score[order]
+    return [(int(i), float(s)) for i, s in zip(index, score)]

@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from .errors import SCAError
-from .operators import ConsensusOperator
+from .operators import ConsensusOperator, is_dask
 
 
 def uncoupling_measure(S: ConsensusOperator, labels) -> float:
@@ -46,7 +46,7 @@ def uncoupling_measure(S: ConsensusOperator, labels) -> float:
     .. [1] C. D. Meyer and C. D. Wessell, Stochastic Data Clustering, Sec. 2.3,
        Definition 2.7 and Theorem 2.8.
     """
-    labels = np.asarray(labels)
+    labels = labels if is_dask(labels) else np.asarray(labels)  # Dask: stays on the cluster
     if labels.shape != (S.n,):
         raise SCAError(f"labels must have length n = {S.n}", "labels")
     # the diagonal blocks' weight element by element: no k x k matrix of block sums
@@ -69,11 +69,27 @@ def confidence(P: ConsensusOperator, labels) -> dict:
     * ``uncoupling``: for each cluster c, σ(P) of the two blocks {c, the
       rest}, ``2 (|c| - e_c^T P e_c) / n`` (Definition 2.7; the total weight of
       P is n, Theorem 2.8).
+
+    For Dask ``labels`` (a chunked P, :mod:`sca.operators.chunked`)
+    ``elements`` is a Dask array chunked like them, and the clusters'
+    figures are reductions over its blocks.
     """
-    labels = np.asarray(labels, dtype=np.int64)
-    within = np.clip(P.within_sums(labels), 0.0, 1.0)
-    sizes = np.bincount(labels).astype(float)
-    inside = np.bincount(labels, weights=within)
+    if is_dask(labels):  # the elements' figures stay on the cluster; the sums come back
+        import dask
+        import dask.array as da
+
+        labels = labels.astype(np.int64)
+        within = da.clip(P.within_sums(labels), 0.0, 1.0)
+        count = int(labels.max().compute()) + 1
+        sizes, inside = dask.compute(
+            da.bincount(labels, minlength=count), da.bincount(labels, within, minlength=count)
+        )
+        sizes = sizes.astype(float)
+    else:
+        labels = np.asarray(labels, dtype=np.int64)
+        within = np.clip(P.within_sums(labels), 0.0, 1.0)
+        sizes = np.bincount(labels).astype(float)
+        inside = np.bincount(labels, weights=within)
     return {
         "elements": within,
         "clusters": inside / sizes,

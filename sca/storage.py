@@ -206,15 +206,7 @@ def open_labels(location: str, field: str = "labels"):
     elif _is_url(location):
         raise SCAError(f"{where}: at a URL only .zarr stores are read", where)
     elif os.path.isdir(location):
-        blocks = []
-        for path in _stack_files(location):
-            shape, dtype = _header(path)
-            blocks.append(da.from_delayed(dask.delayed(_read_file)(path), shape, dtype=dtype))
-        if not blocks:
-            raise SCAError(f"{where}: the npy stack has no blocks", where)
-        if len({(b.ndim, b.shape[1:], b.dtype) for b in blocks}) != 1:
-            raise SCAError(f"{where}: the npy stack's blocks differ in columns or dtype", where)
-        array = da.concatenate(blocks, axis=0)
+        array = open_stack(location, field)
     elif location.endswith(_NPY):
         shape, dtype = _header(location)
         n = shape[0] if shape else 0
@@ -231,6 +223,55 @@ def open_labels(location: str, field: str = "labels"):
     else:
         raise SCAError(f"{where}: name an npy stack directory, a .npy file or a .zarr store", where)
     return check_shape(array, field)
+
+
+def open_stack(location: str, field: str = "labels"):
+    """The npy stack at ``location`` (a vector or a matrix) as a lazy Dask array,
+    one chunk per block file; nothing is read until it is computed."""
+    import dask
+    import dask.array as da
+
+    where = f"{field}.path"
+    blocks = []
+    for path in _stack_files(location):
+        shape, dtype = _header(path)
+        blocks.append(da.from_delayed(dask.delayed(_read_file)(path), shape, dtype=dtype))
+    if not blocks:
+        raise SCAError(f"{where}: the npy stack has no blocks", where)
+    if len({(b.ndim, b.shape[1:], b.dtype) for b in blocks}) != 1:
+        raise SCAError(f"{where}: the npy stack's blocks differ in columns or dtype", where)
+    return da.concatenate(blocks, axis=0)
+
+
+def stack_blocks(location: str) -> list[tuple[str, int]]:
+    """The files of the array at ``location`` with their rows, in order: each
+    block of an npy stack, or a ``.npy`` file as one (headers only are read)."""
+    if os.path.isdir(location):
+        return [(path, _header(path)[0][0]) for path in _stack_files(location)]
+    if location.endswith(_NPY) and not _is_url(location):
+        return [(location, _header(location)[0][0])]
+    raise SCAError(
+        "labels.path: read by blocks only from an npy stack or a .npy file", "labels.path"
+    )
+
+
+def stack_rows(location: str, lo: int, hi: int) -> np.ndarray:
+    """Rows ``lo:hi`` of the npy stack at ``location``: only the blocks that hold
+    them are opened, each memory-mapped, so a page of a stack of any size costs
+    the page (the blocks' sizes come from their headers)."""
+    parts, start = [], 0
+    for path in _stack_files(location):
+        if start >= hi:
+            break
+        size = _header(path)[0][0]
+        if start + size > lo:
+            block = np.load(path, mmap_mode="r", allow_pickle=False)
+            parts.append(np.array(block[max(lo - start, 0) : min(hi - start, size)]))
+        start += size
+    if not parts:
+        shape, dtype = _header(_stack_files(location)[0])
+        return np.empty((0,) + shape[1:], dtype=dtype)
+    return np.concatenate(parts)
 
 
 def check_shape(array, field: str = "labels"):

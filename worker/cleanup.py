@@ -20,6 +20,18 @@ references are dropped by later releases once older than twice
 ``SCA_JOB_TTL`` (past which no job record remains, as for the listing's
 index), and until then its artifacts expire with their own TTL.
 
+A job run on Dask also writes npy stacks outside Redis (its labels, balancing
+vector and per-element figures, :mod:`sca_worker.on_dask`): their directory is
+listed in the hash ``written`` with the artifacts that read it (:func:`wrote`):
+its job's result, and its P while P's state names it (identical balancings
+share one P, which names the stacks of the job that wrote it last).
+:func:`sweep` deletes every listed directory that none of them reads any
+more.  :func:`release` sweeps when it deletes such an artifact (a job
+deleted, the last job of a result released), and each worker's watchdog
+sweeps every round (:mod:`sca_worker.heartbeat`), which deletes the stacks of
+jobs that expired.  A directory that cannot be deleted stays listed for the
+next sweep.
+
 A stage that was running when its job was cancelled writes its artifact
 after the API released the job's; :func:`sca_worker.stages.execute` calls
 :func:`release` again once such a stage returns, which deletes it unless
@@ -28,10 +40,20 @@ another job refers to it.
 
 from __future__ import annotations
 
+import json
+import logging
+import os
+import shutil
 import time
 
-from .store import Store, keys
+from .inputs import is_stored
+from .store import ArtifactMissing, Store, keys
 from .store.keys import artifact_keys, shared_artifacts
+
+log = logging.getLogger(__name__)
+
+#: The artifacts whose release may leave a written stack unread (:func:`sweep`).
+READERS = ("P:", "result:")
 
 
 def _refs(record) -> dict[str, list[str]]:
@@ -74,4 +96,39 @@ def release(store: Store, record) -> list[str]:
     deleted = store.unrefer(record["id"], _refs(record), time.time() - _keep(store))
     own = _own(record)
     store.delete(*own)
+    if any(name.startswith(READERS) for name in deleted):
+        sweep(store)
     return deleted + own
+
+
+def wrote(store: Store, directory: str, P: str, result: str) -> None:
+    """List ``directory``, written for a job, with the names of its P and result
+    (after they are stored: a sweep before would find neither and delete it)."""
+    store.hset_text(keys.written(), directory, json.dumps({"P": P, "result": result}))
+
+
+def _read(store: Store, directory: str, names: dict) -> bool:
+    """Whether the result or the P listed with ``directory`` still reads it."""
+    if store.has(names["result"]):
+        return True
+    try:
+        state = store.load_arrays(names["P"])
+    except ArtifactMissing:
+        return False
+    return is_stored(state) and os.path.dirname(str(state["scale"])) == directory
+
+
+def sweep(store: Store) -> list[str]:
+    """Delete the listed directories that no artifact reads any more (their jobs
+    deleted or expired); returns those deleted."""
+    gone = []
+    for directory, names in store.htexts(keys.written()).items():
+        if _read(store, directory, json.loads(names)):
+            continue
+        shutil.rmtree(directory, ignore_errors=True)
+        if os.path.exists(directory):
+            log.warning("could not delete the written stacks at %s; next sweep", directory)
+            continue
+        store.hdel(keys.written(), directory)
+        gone.append(directory)
+    return gone

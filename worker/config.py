@@ -79,6 +79,10 @@ DEFAULTS: dict[str, Any] = {
     "SCA_DASK_SCHEDULER": None,
     "SCA_DASK_MIN_ELEMENTS": 1_000_000,
     "SCA_DASK_TIMEOUT": 10.0,
+    # A job run on Dask from labels named by reference with more elements than
+    # this has no per-element lists in its result: its labels and confidences are
+    # written as npy stacks and read a page at a time (GET /v1/jobs/{id}/labels).
+    "SCA_RESULT_LIST_MAX": 1_000_000,
 }
 
 #: Spellings of a flag's two values (any case).
@@ -165,6 +169,7 @@ def resolve(settings: Mapping) -> dict:
         ("SCA_WEBHOOK_PER_SENDER", 1),
         ("SCA_MAX_RUNNING_PER_KEY", 0),
         ("SCA_DASK_MIN_ELEMENTS", 0),
+        ("SCA_RESULT_LIST_MAX", 1),
     ):
         if resolved[name] < least:
             raise ValueError(f"{name} ({resolved[name]}) must be {least} or more")

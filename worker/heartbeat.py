@@ -39,6 +39,7 @@ import logging
 import threading
 import time
 
+from .cleanup import sweep
 from .jobs import ACTIVE
 from .problems import problem, store_full
 from .stages import fail
@@ -146,7 +147,8 @@ def _take_over(
 
 class Watchdog(threading.Thread):
     """Every ``interval`` seconds: :func:`beat` for the worker's tasks, then
-    :func:`take_over_stale` and :func:`take_over_idle`, until stopped."""
+    :func:`take_over_stale` and :func:`take_over_idle`, and the written stacks of
+    expired jobs deleted (:func:`sca_worker.cleanup.sweep`), until stopped."""
 
     def __init__(self, store, send_start, interval: float, timeout: float, max_takeovers: int):
         super().__init__(daemon=True, name="sca-watchdog")
@@ -183,6 +185,7 @@ class Watchdog(threading.Thread):
                 if time.monotonic() >= self._refused_until:
                     take_over_stale(self.store, self.send_start, self.timeout, self.max_takeovers)
                     take_over_idle(self.store, self.send_start, self.timeout, self.max_takeovers)
+                sweep(self.store)  # the written stacks of expired jobs
             except Exception as exc:  # Redis away or full: try again at the next round
                 if store_full(exc):
                     self._refused_until = time.monotonic() + self.timeout

@@ -190,6 +190,13 @@ def stored_operator(state: Mapping):
     return S.scaled(storage.load_stack(str(state["scale"])))
 
 
-def stored_labels(state: Mapping) -> np.ndarray:
-    """The clustering's labels of a :data:`STORED` job, read from where they were written."""
-    return storage.load_stack(str(state["labels"]))
+def stacked_operator(state: Mapping):
+    """P of a :data:`STORED` state for the queries that only multiply by it (custom
+    clusters, similar elements): the input's files read a block at a time
+    (:class:`sca.operators.StackedOperator`), never whole; an input of another
+    format (a ``.zarr`` store) as :func:`stored_operator` reads it."""
+    try:
+        spans = state["spans"] if "spans" in state else None  # stored since the paged form
+        return sca.operators.StackedOperator(str(state["input"]), str(state["scale"]), spans)
+    except sca.SCAError:
+        return stored_operator(state)

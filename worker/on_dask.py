@@ -19,6 +19,13 @@ A referenced job's labels and balancing vector are written as npy stacks
 ``sca-results`` beside the input; the stored P then names those files and
 the input (:func:`stored_state`) instead of holding the label matrix, and the
 queries read them from there (:func:`sca_worker.inputs.stored_operator`).
+When such a job has more than ``SCA_RESULT_LIST_MAX`` elements (:func:`paged`)
+its result lists no element: it is :func:`sca.pipeline.paged_result`, whose
+labels, confidences and (with several starts) membership are written as npy
+stacks in the same directory and named in the result's ``written`` (a root and
+a path, :func:`results_reference`), for ``GET /v1/jobs/{id}/labels`` to page.
+The directory is listed for :func:`sca_worker.cleanup.sweep` once the artifacts
+that read it are stored, and deleted with them.
 
 A watcher thread follows the job while the cluster computes: a job cancelled
 meanwhile closes the client, which releases the cluster's work for it at once;
@@ -30,6 +37,7 @@ from __future__ import annotations
 
 import logging
 import os
+import posixpath
 import threading
 import time
 from collections.abc import Mapping
@@ -40,10 +48,11 @@ import sca
 from sca import storage
 
 from . import events, inputs, stages
-from .cleanup import release
+from .cleanup import release, wrote
 from .jobs import ACTIVE, jsonable, now
 from .problems import TRANSIENT, problem, problem_for, store_full
 from .store import Store
+from .store import keys as store_keys
 from .store.keys import artifact_keys
 
 log = logging.getLogger(__name__)
@@ -52,6 +61,8 @@ log = logging.getLogger(__name__)
 BLOCK_ROWS = 1 << 18
 #: Seconds between two looks of the watcher at the job and the client.
 WATCH_INTERVAL = 0.25
+#: The core's diagnostics stage (its result listed), run after the walk's iteration.
+DIAGNOSTICS = next(stage for stage in sca.pipeline.STAGES if stage.name == "diagnostics")
 
 
 def wanted(record: Mapping, steps: Mapping, settings: Mapping) -> bool:
@@ -125,6 +136,17 @@ def results_location(settings: Mapping, reference: Mapping, record: Mapping) -> 
     return os.path.join(base, artifact_keys(record)["result"].rsplit(":", 1)[-1])
 
 
+def results_reference(settings: Mapping, reference: Mapping, record: Mapping) -> dict:
+    """Where :func:`results_location` is, as a storage root and a path in it
+    (what a paged result names: never a path of this machine)."""
+    digest = artifact_keys(record)["result"].rsplit(":", 1)[-1]
+    name = settings.get("SCA_RESULTS_ROOT")
+    if name:
+        return {"root": name, "path": digest}
+    beside = posixpath.dirname(posixpath.normpath(reference["path"].replace("\\", "/")))
+    return {"root": reference["root"], "path": posixpath.join(beside, "sca-results", digest)}
+
+
 def stored_state(P, reference: Mapping, location: str) -> dict:
     """The stored P of a referenced job: the input's location and the written
     balancing vector (P = D S D), not the label matrix."""
@@ -134,6 +156,7 @@ def stored_state(P, reference: Mapping, location: str) -> dict:
         "input": np.array(reference["location"]),
         "scale": np.array(os.path.join(location, "scale")),
         "labels": np.array(os.path.join(location, "labels")),
+        "spans": np.asarray(P.spans),  # each run's labels 0..spans-1, for the queries
     }
 
 
@@ -238,24 +261,46 @@ def _is_comm(exc: BaseException) -> bool:
     )
 
 
+def paged(record: Mapping, settings: Mapping) -> bool:
+    """Whether a job's result is paged (:func:`sca.pipeline.paged_result`): its
+    labels named by reference (so there is a root to write them in) and more
+    elements than ``SCA_RESULT_LIST_MAX``.  Uploaded labels are listed, as their
+    size is bounded by the upload's."""
+    return bool(record.get("reference")) and int(record["n"]) > settings["SCA_RESULT_LIST_MAX"]
+
+
 def _walk(store: Store, record: dict, settings: Mapping, progress: _Stages) -> None:
     keys = artifact_keys(record)
     arrays = store.load_arrays(keys["input"])
     S = sca.membership_operator(_labels(arrays))
     done = sca.pipeline.walk(
-        {"S": S, "source": None, "scaled": None}, record["options"], progress=progress
+        {"S": S, "source": None, "scaled": None}, record["options"], "iteration", progress=progress
     )
     reference = inputs.reference(arrays)
-    if reference is not None:
-        location = results_location(settings, reference, record)
-        labels = done["iteration"].labels
-        storage.write_labels(labels, os.path.join(location, "labels"))
-        state = stored_state(done["P"], reference, location)
+    if reference is None:
+        done.update(DIAGNOSTICS.run(done, {}))  # the diagnostics, listed
+        store.save_arrays(keys["P"], sca.operator_state(done["P"]))
+        for name in ("balance", "spectrum", "result"):
+            store.save_json(keys[name], jsonable(done[name]))
+        return
+    location = results_location(settings, reference, record)
+    store.hdel(store_keys.written(), location)  # no sweep of an older listing meanwhile
+    if paged(record, settings):
+        result, written = sca.pipeline.paged_result(
+            S, done["P"], done["balance"], done["choice"], done["iteration"]
+        )
+        result["written"] = {**results_reference(settings, reference, record), "arrays": []}
+        for name, array in written.items():
+            storage.write_labels(array, os.path.join(location, name))
+            result["written"]["arrays"].append(name)
     else:
-        state = sca.operator_state(done["P"])
-    store.save_arrays(keys["P"], state)
-    for name in ("balance", "spectrum", "result"):
-        store.save_json(keys[name], jsonable(done[name]))
+        result = DIAGNOSTICS.run(done, {})["result"]
+        storage.write_labels(done["iteration"].labels, os.path.join(location, "labels"))
+    store.save_arrays(keys["P"], stored_state(done["P"], reference, location))
+    store.save_json(keys["balance"], jsonable(done["balance"]))
+    store.save_json(keys["spectrum"], jsonable(done["spectrum"]))
+    store.save_json(keys["result"], jsonable(result))
+    wrote(store, location, keys["P"], keys["result"])
 
 
 def _succeed(store: Store, job_id: str, progress: _Stages) -> bool:

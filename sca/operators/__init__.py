@@ -13,10 +13,12 @@ Every stage talks to S only through :class:`ConsensusOperator`
   :mod:`~sca.operators.compiled`) count and gather;
 * :mod:`~sca.operators.chunked` -- :class:`ChunkedLabelOperator`, the same on
   a Dask label matrix, every vector over the elements kept on the cluster;
+* :mod:`~sca.operators.stacked` -- :class:`StackedOperator`, P of a label
+  matrix and balancing vector on disk, read a block at a time (queries);
 * :mod:`~sca.operators.state` -- an operator as plain arrays, and back.
 
 The modules import one another in that order only (base; dense, sparse,
-factored; packing, kernels; labels; chunked; state).
+factored; packing, kernels; labels; chunked; stacked; state).
 """
 
 from .base import ConsensusOperator
@@ -25,6 +27,7 @@ from .dense import DenseOperator
 from .factored import FactoredOperator, FactorOperator
 from .labels import LabelOperator, is_dask, label_operator, label_spans
 from .sparse import SparseOperator
+from .stacked import StackedOperator
 from .state import operator_from_state, operator_state
 
 __all__ = [
@@ -35,6 +38,7 @@ __all__ = [
     "FactoredOperator",
     "LabelOperator",
     "SparseOperator",
+    "StackedOperator",
     "chunked_label_operator",
     "is_dask",
     "label_operator",

@@ -335,6 +335,28 @@ class ConsensusOperator:
             out[inside] = Y[np.flatnonzero(inside), labels[inside] - start]
         return out
 
+    def row_blocks(self, element: int):
+        """Element ``element``'s row of ``D S D``, part by part.
+
+        Here one part, the row from one product; a form on disk gives it a
+        block of elements at a time.
+
+        Parameters
+        ----------
+        element : int
+            A 0-based element index.
+
+        Yields
+        ------
+        start : int
+            The part's first element.
+        entries : ndarray
+            The row's entries over the part's elements.
+        """
+        unit = np.zeros(self.n)
+        unit[element] = 1.0
+        yield 0, self.matmat(unit)
+
     def _sandwich(self, B: sp.csr_array) -> np.ndarray:
         """``B^T S B`` for a sparse ``n x c`` B, a few columns of products at a time."""
         c = B.shape[1]

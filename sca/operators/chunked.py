@@ -180,6 +180,22 @@ class ChunkedLabelOperator(LabelOperator):
         """``(DH) Z`` as a Dask array chunked like the rows (lazy)."""
         return self._scaled_rows(self._right(Z))
 
+    def within_sums(self, labels):
+        """For each i, ``sum_j (D S D)_ij`` over the j of i's cluster; for Dask
+        ``labels`` a Dask array, from one product with the clusters' indicator
+        (built per block from the labels) read back at each row's own cluster."""
+        if not is_dask(labels):
+            return super().within_sums(labels)
+        labels = labels.astype(np.int64).rechunk((self.rows,))
+        count = int(labels.max().compute()) + 1
+        E = labels.map_blocks(
+            lambda block: np.eye(count)[block],
+            new_axis=1,
+            chunks=(self.rows, (count,)),
+            dtype=float,
+        )
+        return (self.matmat(E) * E).sum(axis=1)
+
     def _raw_diagonal(self):
         _, da = _dask()
         return da.full(self.n, float(self.spans.size), chunks=(self.rows,))

@@ -3,9 +3,12 @@
 The command line, the estimator and the service's worker all run the table
 of stages of :mod:`sca.pipeline.stages` and shape their answers with
 :mod:`sca.pipeline.results`, so their results have the same shape.
-:mod:`sca.pipeline.source` reaches the consensus operator from the input.
+:mod:`sca.pipeline.source` reaches the consensus operator from the input;
+:mod:`sca.pipeline.paged` shapes the result of a chunked operator without
+listing its elements.
 """
 
+from .paged import PAGED, paged_result
 from .results import (
     MAX_ID_BYTES,
     balance_dict,
@@ -18,6 +21,7 @@ from .results import (
     result_dict,
     similar_dict,
     spectrum_dict,
+    spectrum_fields,
     timed,
     with_ids,
 )
@@ -48,6 +52,7 @@ __all__ = [
     "balance_dict",
     "build_operator",
     "MAX_ID_BYTES",
+    "PAGED",
     "check_id",
     "check_ids",
     "cluster",
@@ -59,6 +64,7 @@ __all__ = [
     "iteration_dict",
     "namer",
     "null_reference",
+    "paged_result",
     "parts",
     "prepare",
     "resolve_element",
@@ -66,6 +72,7 @@ __all__ = [
     "run_stages",
     "similar_dict",
     "spectrum_dict",
+    "spectrum_fields",
     "timed",
     "walk",
     "with_ids",

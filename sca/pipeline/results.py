@@ -9,7 +9,9 @@ through these functions, so every interface answers with the same shape:
 ``labels``, ``eigenvalues`` (descending), ``lambda2``, ``gap``,
 ``balancing``, ``iterations``, ``uncoupling``, ``solutions``,
 ``membership``, ``trace`` and, from the command line, per-stage ``timings``
-(seconds).
+(seconds).  A clustering too large to list its elements has the paged form
+of :mod:`sca.pipeline.paged` instead (the same entries but the per-element
+ones, and the clusters' sizes).
 """
 
 from __future__ import annotations
@@ -105,7 +107,8 @@ def with_ids(result: Mapping, ids: list | None) -> dict:
     if ids is None:
         return out
     name = namer(ids)
-    out["clusters"] = [[name(i) for i in members] for members in result["clusters"]]
+    if "clusters" in result:  # a paged result lists no members
+        out["clusters"] = [[name(i) for i in members] for members in result["clusters"]]
     if out.get("trace"):
         out["trace"] = [
             dict(
@@ -173,6 +176,26 @@ def spectrum_dict(spec) -> dict:
     }
 
 
+def spectrum_fields(spectrum: dict) -> dict:
+    """The entries of a result that come from its spectrum (the iteration's
+    choice of k): ``eigenvalues`` to ``k_scores``, in that order."""
+    return {
+        "eigenvalues": list(spectrum["eigenvalues"]),
+        "lambda2": spectrum["lambda2"],
+        "gap": spectrum["gap"],
+        "rule": spectrum["rule"],
+        "k_hat": spectrum.get("k_hat", len(spectrum["eigenvalues"])),
+        "noise_floor": spectrum.get("noise_floor"),
+        "noise_floors": spectrum.get("noise_floors"),
+        "k_signal": spectrum.get("k_signal"),
+        "structure": spectrum.get("structure"),
+        "k_hat_capped": spectrum.get("k_hat_capped", False),
+        "notes": list(spectrum.get("notes", [])),
+        "k_candidates": list(spectrum.get("k_candidates", [])),
+        "k_scores": dict(spectrum.get("k_scores", {})),
+    }
+
+
 def result_dict(
     S, P, balance: dict, spectrum: dict, result, ids=None, timings: dict | None = None
 ) -> dict:
@@ -224,19 +247,7 @@ def result_dict(
         "k": spectrum["k"],
         "clusters": clusters,
         "labels": labels.tolist(),
-        "eigenvalues": list(spectrum["eigenvalues"]),
-        "lambda2": spectrum["lambda2"],
-        "gap": spectrum["gap"],
-        "rule": spectrum["rule"],
-        "k_hat": spectrum.get("k_hat", len(spectrum["eigenvalues"])),
-        "noise_floor": spectrum.get("noise_floor"),
-        "noise_floors": spectrum.get("noise_floors"),
-        "k_signal": spectrum.get("k_signal"),
-        "structure": spectrum.get("structure"),
-        "k_hat_capped": spectrum.get("k_hat_capped", False),
-        "notes": list(spectrum.get("notes", [])),
-        "k_candidates": list(spectrum.get("k_candidates", [])),
-        "k_scores": dict(spectrum.get("k_scores", {})),
+        **spectrum_fields(spectrum),
         "confidence": np.round(np.asarray(firm["elements"]), 6).tolist(),
         "cluster_confidence": np.round(firm["clusters"], 6).tolist(),
         "cluster_uncoupling": np.round(firm["uncoupling"], 6).tolist(),

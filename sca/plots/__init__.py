@@ -93,8 +93,14 @@ def figure(name: str, result: dict | None, S=None, P=None, ids=None, custom=None
         raise PlotUnavailable(f"no plot {name!r}; plots are {', '.join(NAMES)}", "name")
     if result is None:
         raise PlotUnavailable(f"the {name} plot needs a clustering result", "result")
+    if "labels" not in result and name != "spectrum":  # a paged result lists no element
+        raise PlotUnavailable(
+            f"the {name} plot draws every element; a paged result (per_element) has only "
+            "the spectrum plot",
+            "name",
+        )
     ids = _ids(result, ids)
-    labels = np.asarray(result["labels"])
+    labels = np.asarray(result.get("labels", []))
     if name == "spectrum":
         return figures.spectrum(
             result["eigenvalues"],

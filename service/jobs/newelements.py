@@ -27,7 +27,7 @@ from sca_worker.store.keys import artifact_keys
 
 from ..backend import backend
 from ..errors import invalid
-from .operations import balanced, job_ids, job_state, succeeded
+from .operations import balanced, job_ids, job_labels, job_state, succeeded
 
 
 def _lazy(record: dict, name: str, load):
@@ -172,7 +172,7 @@ def place(record: dict, request: dict, rows, selfs) -> dict:
     ids = job_ids(record["id"])
     P = balanced(record)
     state = job_state(record)
-    labels, k, typical = state["labels"], state["k"], state["typical"]
+    labels, k, typical = job_labels(record), state["k"], state["typical"]
     elements = request["elements"]
     options = {
         name: request[name]

@@ -10,12 +10,16 @@ custom clusters run within the time budget of :mod:`.budget`.
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 from flask import current_app
 
 import sca
-from sca.pipeline import check_ids, custom_dict, resolve_element, similar_dict, with_ids
+from sca import storage
+from sca.pipeline import PAGED, check_ids, custom_dict, resolve_element, similar_dict, with_ids
 from sca.spectral import check_spectrum_options
+from sca.storage import parse_roots
 from sca_worker import events
 from sca_worker import inputs as worker_inputs
 from sca_worker.cleanup import forget, release, track
@@ -52,6 +56,7 @@ def links(job_id: str) -> dict:
         "self": base,
         "custom_clusters": f"{base}/custom-clusters",
         "similar": f"{base}/elements/{{element}}/similar",
+        "labels": f"{base}/labels",
         "view": f"{base}/view",
         "plots": f"{base}/plots/{{name}}.{{format}}",
     }
@@ -240,6 +245,20 @@ def balanced(record: dict):
     return b.operators.get(artifact_keys(record)["P"], lambda: load_balanced(b.store, record))
 
 
+def multiplied(record: dict):
+    """P for the queries that only multiply by it (custom clusters, similar
+    elements): for a job run on Dask its files read a block at a time
+    (:func:`sca_worker.inputs.stacked_operator`), else :func:`balanced`."""
+    if not record.get("reference"):
+        return balanced(record)
+    b = backend()
+    key = artifact_keys(record)["P"]
+    state = b.operators.get(f"stored:{key}", lambda: b.store.load_arrays(key))
+    if not worker_inputs.is_stored(state):
+        return balanced(record)
+    return b.operators.get(f"stacked:{key}", lambda: worker_inputs.stacked_operator(state))
+
+
 def _data(record: dict):
     b = backend()
     key = artifact_keys(record)["input"]
@@ -254,20 +273,64 @@ def job_state(record: dict) -> dict:
     data's fitted scale, a neighbour index or S's largest diagonal entry."""
 
     def load():
-        store = backend().store
-        result = store.load_json(artifact_keys(record)["result"])
-        labels = result["labels"]
-        if record.get("reference"):  # a job run on Dask wrote its labels beside its input
-            state = store.load_arrays(artifact_keys(record)["P"])
-            if worker_inputs.is_stored(state):
-                labels = worker_inputs.stored_labels(state)
-        return {
-            "labels": np.asarray(labels, dtype=np.int64),
+        result = backend().store.load_json(artifact_keys(record)["result"])
+        state = {
             "k": int(result["k"]),
             "typical": np.asarray(result["cluster_confidence"], dtype=float),
         }
+        if "labels" in result:
+            state["labels"] = np.asarray(result["labels"], dtype=np.int64)
+        return state
 
     return backend().operators.get(f"placement:{artifact_keys(record)['result']}", load)
+
+
+def job_labels(record: dict) -> np.ndarray:
+    """The job's labels (new elements are placed among them): its result's, or, for a
+    paged result, read whole from the stack it wrote."""
+    state = job_state(record)
+    if "labels" not in state:  # two threads may both load it: the same value
+        result = stored(record, "result")
+        written = os.path.join(written_directory(record, result), "labels")
+        state["labels"] = storage.load_stack(written).astype(np.int64)
+    return state["labels"]
+
+
+def written_directory(record: dict, result: dict) -> str:
+    """The directory of a paged result's stacks, from the root and path it names
+    (resolved as a reference is: inside its root); a missing one is a 410."""
+    written = result["written"]
+    roots = parse_roots(current_app.config["SCA_DATA_ROOTS"])
+    try:
+        return storage.resolve(roots, written["root"], written["path"], "written")
+    except sca.SCAError as exc:
+        raise ArtifactMissing(f"the per-element data of job {record['id']}: {exc}") from None
+
+
+def labels_page(record: dict, offset: int, limit: int) -> dict:
+    """Elements ``offset`` to ``offset + limit`` of a finished job: their labels,
+    confidences, membership (with several starts) and ids (when it has them),
+    read from the stored lists, or, for a paged result, from only the blocks of
+    its written stacks that hold them (:func:`sca.storage.stack_rows`)."""
+    succeeded(record)
+    result = stored(record, "result")
+    n = int(result["n"])
+    if offset > n:
+        raise invalid("offset", f"offset must be at most n = {n}, got {offset}")
+    end = min(offset + limit, n)
+    page: dict = {"offset": offset, "limit": limit, "n": n}
+    if result.get("per_element") == PAGED:
+        directory = written_directory(record, result)
+        for name in result["written"]["arrays"]:
+            page[name] = storage.stack_rows(os.path.join(directory, name), offset, end).tolist()
+    else:
+        for name in ("labels", "confidence", "membership"):
+            if name in result:
+                page[name] = result[name][offset:end]
+    ids = job_ids(record["id"])
+    if ids is not None:
+        page["ids"] = ids[offset:end]
+    return page
 
 
 def custom_clusters(record: dict, request: dict) -> dict:
@@ -276,7 +339,7 @@ def custom_clusters(record: dict, request: dict) -> dict:
     ids = job_ids(record["id"])
     index = _element(request["element"], ids, record["n"])
     k = request.get("k") or job_state(record)["k"]  # the job's k, as for new elements
-    P = balanced(record)
+    P = multiplied(record)
     options = {
         option: request[option] for option in CUSTOM_OPTIONS if request.get(option) is not None
     }
@@ -294,5 +357,5 @@ def similar(record: dict, element: str, method: str, limit: int) -> dict:
     if method != "sca" and record["kind"] != "data":
         raise invalid("method", f"{method} needs a job submitted with raw data")
     if method == "sca":
-        return similar_dict(index, method, limit, ids, P=balanced(record))
+        return similar_dict(index, method, limit, ids, P=multiplied(record))
     return similar_dict(index, method, limit, ids, X=_data(record))

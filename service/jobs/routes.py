@@ -9,7 +9,12 @@ from ..backend import backend
 from . import budget, listing, newelements, operations, polling, versions
 from .idempotency import idempotent
 from .listing import ListQuerySchema
-from .schemas import SimilarQuerySchema, custom_cluster_schema, new_elements_schema
+from .schemas import (
+    LabelsPageSchema,
+    SimilarQuerySchema,
+    custom_cluster_schema,
+    new_elements_schema,
+)
 from .uploads import json_body, parse_job_request
 
 bp = Blueprint("jobs", __name__, url_prefix="/v1/jobs")
@@ -76,6 +81,13 @@ def delete_job(job_id: str):
     if cancelled is None:
         return "", 204
     return jsonify(cancelled)
+
+
+@bp.get("/<job_id>/labels")
+def labels_page(job_id: str):
+    record = operations.get_record(job_id)
+    query = LabelsPageSchema().load(request.args.to_dict())
+    return jsonify(operations.labels_page(record, query["offset"], query["limit"]))
 
 
 @bp.post("/<job_id>/custom-clusters")

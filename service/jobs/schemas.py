@@ -70,6 +70,17 @@ class SparseConsensusSchema(BaseSchema):
     values = fields.List(fields.Float(allow_nan=True), required=True)
 
 
+#: The most elements of one page of a job's per-element data (``GET .../labels``).
+MAX_PAGE = 10_000
+
+
+class LabelsPageSchema(BaseSchema):
+    """A page of a job's per-element data: ``limit`` elements from index ``offset``."""
+
+    offset = fields.Integer(load_default=0, validate=validate.Range(min=0))
+    limit = fields.Integer(load_default=1000, validate=validate.Range(min=1, max=MAX_PAGE))
+
+
 #: The similar-elements query (query-string text: integers are parsed).
 SimilarQuerySchema = schema_class(
     "similar", "similar", {}, "SimilarQuerySchema", strict=False, omitted="default"

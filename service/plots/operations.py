@@ -65,7 +65,8 @@ def plot(job_id: str, name: str, fmt: str, query: dict) -> tuple[bytes, str]:
             return store.load_bytes(cache_key), plots.MEDIA_TYPES[fmt]
     result = jobs.stored(record, "result")
     # The trace is extended (or, without a stored x_t, computed) with P.
-    P = jobs.balanced(record) if name in ("consensus", "histogram", "trace") else None
+    drawn = ("consensus", "histogram", "trace") if "labels" in result else ()  # paged: none
+    P = jobs.balanced(record) if name in drawn else None
     S, ids, seed = (
         None if P is None else P.unscaled(),
         jobs.job_ids(job_id),

@@ -135,3 +135,45 @@ def test_chunked_null_draw_has_the_in_memory_null_distribution(local_client):
     expected = counts[0][0] * chunk / n
     spread = np.std(first_chunk, ddof=1)
     assert spread > 0 and abs(np.mean(first_chunk) - expected) < 4 * spread / np.sqrt(draws)
+
+
+def test_the_paged_result_is_the_listed_one_without_its_lists(local_client):
+    """The paged result of a chunked operator (sizes, confidences and uncoupling as
+    reductions over its blocks) agrees with the listed result of the same
+    clustering on the in-memory operator; its per-element arrays are its lists.
+    The stages run in memory (the chunked ones are tested above): the same P and
+    partition are then handed to the chunked form as Dask arrays."""
+    rng = np.random.default_rng(5)
+    labels = planted_runs(planted_truth(3000, [1, 1, 2], rng), 12, 0.25, rng, dtype=np.uint8)
+    options = sca.options.validate({"starts": 3}, n=3000, scope="core")
+    memory = sca.membership_operator(labels)
+    done = sca.pipeline.walk({"S": memory, "source": None, "scaled": None}, options)
+    listed, found = done["result"], done["iteration"]
+    S = sca.membership_operator(da.from_array(labels, chunks=(400, -1)))
+    P = S.scaled(done["P"].scale)
+    rows = (400, -1)
+    chunked = sca.IterationResult(
+        da.from_array(found.labels, chunks=400),
+        found.iterations,
+        [(da.from_array(sol, chunks=400), freq) for sol, freq in found.solutions],
+        da.from_array(found.membership, chunks=rows),
+        failed_starts=found.failed_starts,
+    )
+    paged, arrays = sca.pipeline.paged_result(S, P, done["balance"], done["choice"], chunked)
+    assert paged["per_element"] == "paged" and paged["k"] == listed["k"] == 3
+    assert all(type(array) is da.Array for array in arrays.values())  # nothing gathered
+    for field in ("clusters", "labels", "confidence", "membership", "ids"):
+        assert field not in paged
+    assert paged["cluster_sizes"] == [len(members) for members in listed["clusters"]]
+    for field in ("cluster_confidence", "cluster_uncoupling"):
+        assert np.allclose(paged[field], listed[field], atol=2e-6)
+    for which in ("S", "P"):
+        assert np.isclose(paged["uncoupling"][which], listed["uncoupling"][which])
+    assert set(listed) - set(paged) == {"clusters", "labels", "confidence", "membership"}
+    assert set(paged) - set(listed) == {"per_element", "cluster_sizes"}
+    assert [s["frequency"] for s in paged["solutions"]] == [
+        s["frequency"] for s in listed["solutions"]
+    ]
+    assert np.array_equal(arrays["labels"].compute(), listed["labels"])
+    assert np.allclose(arrays["confidence"].compute(), listed["confidence"], atol=2e-6)
+    assert np.allclose(arrays["membership"].compute(), listed["membership"], atol=2e-6)

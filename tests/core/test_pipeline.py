@@ -78,3 +78,9 @@ def test_similar_by_a_row_of_p():
     assert [r["id"] for r in out["ranked"]] == [BASEBALL_IDS[i] for i in expected]
     assert out["ranked"][0]["score"] == pytest.approx(row[expected[0]])
     assert out["element"] == BASEBALL_IDS[2] and out["method"] == "sca"
+
+
+def test_a_paged_result_is_shown_with_ids_as_it_is():
+    """A paged result lists no cluster members: naming elements by ids leaves it as is."""
+    paged = {"k": 2, "per_element": "paged", "cluster_sizes": [2, 1], "solutions": []}
+    assert sca.pipeline.with_ids(paged, ["a", "b", "c"]) == paged

@@ -123,6 +123,25 @@ def test_written_labels_read_back(tmp_path, labels):
     assert np.array_equal(storage.open_labels(str(tmp_path / "m")).compute(), labels)
 
 
+@pytest.mark.parametrize("lo, hi", [(0, 10), (95, 205), (190, 600), (600, 600), (150, 150)])
+def test_a_page_of_a_stack_reads_its_rows(tmp_path, labels, lo, hi):
+    vector = labels[:, 0].astype(np.int64)
+    storage.write_labels(vector, str(tmp_path / "out"), block_rows=100)
+    storage.write_labels(labels, str(tmp_path / "m"), block_rows=100)
+    assert np.array_equal(storage.stack_rows(str(tmp_path / "out"), lo, hi), vector[lo:hi])
+    assert np.array_equal(storage.stack_rows(str(tmp_path / "m"), lo, hi), labels[lo:hi])
+
+
+def test_a_page_opens_only_the_blocks_before_its_end(tmp_path, labels):
+    """A block after the page is never opened: garbage there does not disturb it."""
+    vector = labels[:, 0].astype(np.int64)
+    storage.write_labels(vector, str(tmp_path / "out"), block_rows=100)
+    (tmp_path / "out" / "3.npy").write_bytes(b"not an array")
+    assert np.array_equal(storage.stack_rows(str(tmp_path / "out"), 120, 250), vector[120:250])
+    with pytest.raises(SCAError, match="not a .npy file"):
+        storage.stack_rows(str(tmp_path / "out"), 250, 350)
+
+
 def test_the_operator_of_a_referenced_matrix_is_the_in_memory_one(root, labels):
     S = sca.membership_operator(storage.open_labels(str(root / "stack")))
     x = np.random.default_rng(0).random(labels.shape[0])
@@ -150,3 +169,28 @@ def test_a_url_root_goes_through_fsspec():
     fs.pipe("/sca-test-bucket/cohort/labels.zarr/0.0", b"block")
     assert storage.fingerprint(location) != first
     fs.rm("/sca-test-bucket", recursive=True)
+
+
+@pytest.mark.parametrize("rows", [64, 1 << 14])
+def test_p_on_disk_is_the_in_memory_p(tmp_path, labels, monkeypatch, rows):
+    """The stacked P (labels and D read a block at a time) multiplies, ranks an
+    element's row and finds its custom cluster as the in-memory P does."""
+    monkeypatch.setattr(sca.operators.stacked, "ROWS", rows)
+    d = np.random.default_rng(1).uniform(0.5, 1.5, labels.shape[0])
+    storage.write_labels(labels, str(tmp_path / "labels"), block_rows=250)
+    storage.write_labels(d, str(tmp_path / "scale"), block_rows=100)
+    memory = sca.membership_operator(labels).scaled(d)
+    for location in (str(tmp_path / "labels"), str(tmp_path / "labels.npy")):
+        np.save(tmp_path / "labels.npy", labels)
+        spans = None if location.endswith(".npy") else labels.max(axis=0) + 1  # given or read
+        P = sca.operators.StackedOperator(location, str(tmp_path / "scale"), spans)
+        X = np.random.default_rng(2).random((labels.shape[0], 3))
+        assert np.allclose(P.matmat(X), memory.matmat(X))
+        assert np.allclose(P.diagonal(), memory.diagonal())
+        for element in (0, 299, 599):
+            got, expected = (sca.custom.row_neighbours(Q, element, 7) for Q in (P, memory))
+            assert [i for i, _ in got] == [i for i, _ in expected]
+            assert np.allclose([s for _, s in got], [s for _, s in expected])
+        got, expected = (sca.custom_cluster(Q, 5, 3) for Q in (P, memory))
+        assert (got.cluster, got.iterations) == (expected.cluster, expected.iterations)
+        assert np.allclose([s for _, s in got.ranked], [s for _, s in expected.ranked])

@@ -31,6 +31,10 @@ pytestmark = pytest.mark.slow
 N, RUNS = 3000, 20
 #: Uploaded labels of at least this many elements go to the Dask cluster too.
 THRESHOLD = 2000
+#: Referenced jobs of more elements than this have a paged result.
+LIST_MAX = 3500
+#: Elements of the referenced input whose result is paged.
+WIDE = 4000
 
 
 def planted(n: int, seed: int) -> np.ndarray:
@@ -82,8 +86,12 @@ class DaskCluster:
         out.close()
         from dask.distributed import Client
 
-        with Client(self.address, timeout=30) as client:
-            client.wait_for_workers(2, timeout=60)
+        try:
+            with Client(self.address, timeout=30) as client:
+                client.wait_for_workers(2, timeout=60)
+        except BaseException:  # leave no scheduler or worker behind
+            self.stop()
+            raise
 
     def tasks(self) -> int:
         """Tasks the scheduler holds for any client."""
@@ -118,6 +126,9 @@ class Stack:
             SCA_DASK_MIN_ELEMENTS=THRESHOLD,
             SCA_DASK_TIMEOUT=3,
             SCA_WARM="false",
+            SCA_RESULT_LIST_MAX=LIST_MAX,
+            SCA_HEARTBEAT_INTERVAL=1,  # each watchdog round sweeps the expired jobs' stacks
+            SCA_HEARTBEAT_TIMEOUT=60,
         )
         try:
             self.worker = Worker(env, directory / "celery.log", f"dask-{uuid.uuid4().hex[:6]}")
@@ -127,9 +138,9 @@ class Stack:
         self.api = Api(redis_url, self.prefix, SCA_DATA_ROOTS=roots)
         self.store = Store.from_url(redis_url, ttl=600, prefix=self.prefix)
 
-    def submit(self, path: str | None = None, labels=None) -> str:
+    def submit(self, path: str | None = None, labels=None, **options) -> str:
         given = labels.tolist() if path is None else {"root": "cohorts", "path": path}
-        response = self.api.request("post", "/v1/jobs", json={"labels": given})
+        response = self.api.request("post", "/v1/jobs", json={"labels": given, "options": options})
         assert response.status_code == 202, response.text
         return response.json()["id"]
 
@@ -159,6 +170,8 @@ def data(tmp_path_factory):
     np.save(root / "labels.npy", labels)
     big = planted(40_000, 1)
     da.to_npy_stack(root / "big", da.from_array(big, chunks=(10_000, -1)))
+    wide = planted(WIDE, 2)
+    da.to_npy_stack(root / "wide", da.from_array(wide, chunks=(1000, -1)))
     yield root, labels
     shutil.rmtree(root, ignore_errors=True)
 
@@ -196,7 +209,8 @@ def test_a_job_named_by_reference_runs_on_the_cluster(stack, data):
     keys = artifact_keys(record)
     assert set(stack.store.load_arrays(keys["input"])) == {"reference"}
     P = stack.store.load_arrays(keys["P"])
-    assert set(P) == {"kind", "input", "scale", "labels"} and str(P["kind"]) == "stored"
+    assert set(P) == {"kind", "input", "scale", "labels", "spans"}
+    assert str(P["kind"]) == "stored"
 
     # The labels were written beside the input, as an npy stack.
     written = list((root / "sca-results").glob("*/labels"))
@@ -302,3 +316,85 @@ def test_a_job_whose_scheduler_dies_fails_with_a_reason(tmp_path, redis_url, dat
         assert "could not be reached" in unreachable["error"]["detail"]
     finally:
         lost.close()
+
+
+def _pages(stack: Stack, job_id: str, limit: int) -> dict:
+    """Every element's labels and confidence, read a page of ``limit`` at a time."""
+    read: dict = {"labels": [], "confidence": []}
+    for offset in range(0, WIDE + 1, limit):
+        response = stack.api.get(f"/v1/jobs/{job_id}/labels?offset={offset}&limit={limit}")
+        assert response.status_code == 200, response.text
+        page = response.json()
+        assert page["offset"] == offset and page["n"] == WIDE
+        assert len(page["labels"]) == min(limit, WIDE - offset)
+        for name in read:
+            read[name] += page[name]
+    return read
+
+
+def test_a_large_job_is_paged_queried_and_its_stacks_deleted_with_it(stack, data):
+    """Above SCA_RESULT_LIST_MAX the result lists no element: its k and cluster sizes
+    are the listed form's, its elements are read a page at a time, its queries read
+    the written files, and its stacks go when the job is deleted or expires."""
+    root = data[0]
+    wide = np.concatenate([np.load(root / "wide" / f"{i}.npy") for i in range(WIDE // 1000)])
+    job_id = stack.submit("wide", starts=2)
+    # Runs while the first is read; an input of its own, so no shared P names the
+    # first's stacks once it is deleted (one does keep them: tests/worker/test_cleanup.py).
+    shutil.copytree(root / "wide", root / "wide-copy")
+    expiring = stack.submit("wide-copy", starts=2)
+    listed = sca.cluster(labels=wide, options={"starts": 2})
+    job = stack.api.wait(job_id, timeout=180)
+    assert job["status"] == "succeeded", (job, stack.worker.log.read_text()[-3000:])
+    result = job["result"]
+    assert result["per_element"] == "paged"
+    assert not {"clusters", "labels", "confidence", "membership"} & set(result)
+    assert result["k"] == listed["k"] == 3
+    assert result["cluster_sizes"] == [len(members) for members in listed["clusters"]]
+    assert np.allclose(result["cluster_confidence"], listed["cluster_confidence"], atol=1e-5)
+    assert all("labels" not in s and sum(s["cluster_sizes"]) == WIDE for s in result["solutions"])
+    written = result["written"]
+    assert written["root"] == "cohorts" and written["path"].startswith("sca-results/")
+    assert written["arrays"] == ["labels", "confidence", "membership"]
+    directory = root / written["path"]
+
+    # Paged in blocks that straddle the written stacks' blocks: the listed form's lists.
+    read = _pages(stack, job_id, 700)
+    assert read["labels"] == listed["labels"]
+    assert np.allclose(read["confidence"], listed["confidence"], atol=1e-5)
+    bad = stack.api.get(f"/v1/jobs/{job_id}/labels?offset={WIDE + 1}")
+    assert bad.status_code == 422 and list(bad.json()["errors"]) == ["offset"]
+
+    # Queries on P read from the input and the written balancing vector.
+    custom = stack.api.request("post", f"/v1/jobs/{job_id}/custom-clusters", json={"element": "0"})
+    assert custom.status_code == 200, custom.text
+    home = set(next(c for c in listed["clusters"] if 0 in c))
+    assert set(custom.json()["cluster"]) <= home
+    similar = stack.api.get(f"/v1/jobs/{job_id}/elements/0/similar?limit=5")
+    assert similar.status_code == 200, similar.text
+    assert {int(r["id"]) for r in similar.json()["ranked"]} <= home
+    placed = stack.api.request(
+        "post",
+        f"/v1/jobs/{job_id}/queries",
+        json={"elements": [{"labels": wide[0].tolist()}], "custom": False},
+    )
+    assert placed.status_code == 200, placed.text
+    assert placed.json()["elements"][0]["cluster"] == listed["labels"][0]
+    assert stack.api.get(f"/v1/jobs/{job_id}/plots/consensus.png").status_code == 404
+
+    # Deleted: its stacks go with it.
+    assert directory.is_dir()
+    assert stack.api.request("delete", f"/v1/jobs/{job_id}").status_code == 204
+    assert not directory.exists()
+
+    # Expired (its artifacts' TTL run out): a watchdog round deletes them.
+    again = stack.api.wait(expiring, timeout=180)
+    assert again["status"] == "succeeded"
+    directory = root / again["result"]["written"]["path"]
+    assert directory.is_dir()
+    keys = artifact_keys(stack.store.get_job(again["id"]))
+    stack.store.touch(keys["P"], keys["result"], ttl=1)
+    deadline = time.monotonic() + 30
+    while directory.exists() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not directory.exists()

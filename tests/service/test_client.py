@@ -52,6 +52,14 @@ def test_submit_wait_result_and_queries(url):
     assert [round(r["score"], 4) for r in similar["ranked"]] == [score for _, score in paper]
     assert job.plot("spectrum", "png")[:4] == b"\x89PNG"
     assert b"Rose" in job.plot("custom", "svg", element="Rose", max_size=3)
+    pages = list(job.iter_labels(page_size=4))
+    assert [len(page["labels"]) for page in pages] == [4, 2]
+    assert [label for page in pages for label in page["labels"]] == result["labels"]
+    assert [i for page in pages for i in page["ids"]] == BASEBALL_IDS
+    assert job.labels(offset=5)["confidence"] == result["confidence"][5:]
+    with pytest.raises(c.InvalidInput) as caught:
+        api.labels(job.id, limit=0)
+    assert "limit" in caught.value.errors
 
 
 def test_wait_draws_nothing_off_a_terminal(url):

@@ -96,6 +96,10 @@ def test_every_documented_status(client, idle_client, make_client, spec):
     hit(client, "post", f"{base}/queries", 422, json={"elements": [{"consensus": [1]}]})
     hit(client, "get", f"{base}/elements/Nobody/similar", 404)
     hit(client, "get", f"{base}/elements/Ott/similar?limit=0", 422)
+    page = hit(client, "get", f"{base}/labels?offset=3&limit=4", 200).get_json()
+    assert page["offset"] == 3 and len(page["labels"]) == len(page["ids"]) == page["n"] - 3
+    hit(client, "get", f"{base}/labels?limit=0", 422)
+    hit(client, "get", "/v1/jobs/nope/labels", 404)
     hit(client, "get", f"{base}/plots/spectrum.png", 200)
     hit(client, "get", f"{base}/plots/consensus.svg", 200)
     hit(client, "get", f"{base}/plots/nope.png", 404)
@@ -112,6 +116,7 @@ def test_every_documented_status(client, idle_client, make_client, spec):
     queued = hit(idle_client, "post", "/v1/jobs", 202, json=body).get_json()["id"]
     hit(idle_client, "post", f"/v1/jobs/{queued}/custom-clusters", 409, json={"element": 0})
     hit(idle_client, "get", f"/v1/jobs/{queued}/elements/0/similar", 409)
+    hit(idle_client, "get", f"/v1/jobs/{queued}/labels", 409)
     hit(
         idle_client,
         "post",
@@ -136,6 +141,9 @@ def test_every_documented_status(client, idle_client, make_client, spec):
         json={"elements": [{"consensus": BASEBALL_S[0]}]},
     )
     hit(gone.client, "get", f"/v1/jobs/{gone.id}/plots/trace.png", 410)
+    gone_store = gone.client.raw.application.extensions["sca"].store
+    gone_store.delete(artifact_keys(gone_store.get_job(gone.id))["result"])
+    hit(gone.client, "get", f"/v1/jobs/{gone.id}/labels", 410)
 
     # 503: Redis unreachable.
     down = make_client(SCA_STORE=_DeadStore(), SCA_QUEUE=_DeadQueue())
@@ -148,6 +156,7 @@ def test_every_documented_status(client, idle_client, make_client, spec):
         ("post", "/v1/jobs/x/custom-clusters", {"json": {"element": 0}}),
         ("post", "/v1/jobs/x/queries", {"json": {"elements": [{"labels": [0]}]}}),
         ("get", "/v1/jobs/x/elements/0/similar", {}),
+        ("get", "/v1/jobs/x/labels", {}),
         ("get", "/v1/jobs/x/plots/spectrum.png", {}),
         ("get", "/v1/jobs/x/events", {}),
     ):
@@ -192,6 +201,7 @@ V1_CALLS = (
     ("post", "/v1/jobs/x/custom-clusters", {"json": {"element": 0}}),
     ("post", "/v1/jobs/x/queries", {"json": {"elements": [{"labels": [0]}]}}),
     ("get", "/v1/jobs/x/elements/0/similar", {}),
+    ("get", "/v1/jobs/x/labels", {}),
     ("get", "/v1/jobs/x/plots/spectrum.png", {}),
     ("get", "/v1/jobs/x/events", {}),
 )

@@ -131,3 +131,38 @@ def test_a_new_elements_id_must_be_its_own(client, baseball, given):
     problem = answer.get_json()
     field = "elements[0].id" if given == "Rose" else "elements[1].id"
     assert field in problem["errors"], problem
+
+
+def test_a_listed_result_is_read_a_page_at_a_time(client):
+    """Pages of a listed result are its lists cut at offset and limit, across page
+    boundaries and to the end; bad paging is a 422 naming the parameter."""
+    rng = np.random.default_rng(4)
+    labels = planted_runs(planted_truth(250, [1, 2, 3], rng), 10, 0.3, rng)
+    ids = [f"e{i}" for i in range(250)]
+    posted = client.post(
+        "/v1/jobs", json={"labels": labels.tolist(), "ids": ids, "options": {"starts": 2}}
+    )
+    job = wait_for(client.get, posted.get_json()["id"])
+    result, base = job["result"], f"/v1/jobs/{job['id']}"
+    assert job["links"]["labels"] == f"{base}/labels"
+    pages = [client.get(f"{base}/labels?offset={lo}&limit=100").get_json() for lo in (0, 100, 200)]
+    assert [len(p["labels"]) for p in pages] == [100, 100, 50]
+    assert all(p["n"] == 250 and p["limit"] == 100 for p in pages)
+    for field in ("labels", "confidence", "membership", "ids"):
+        whole = ids if field == "ids" else result[field]
+        assert [value for p in pages for value in p[field]] == whole, field
+    assert client.get(f"{base}/labels?offset=250").get_json()["labels"] == []
+    first = client.get(f"{base}/labels").get_json()
+    assert (first["offset"], first["limit"], first["labels"]) == (0, 1000, result["labels"])
+    for query, field in (
+        ("offset=251", "offset"),
+        ("offset=-1", "offset"),
+        ("offset=x", "offset"),
+        ("limit=0", "limit"),
+        ("limit=10001", "limit"),
+        ("limit=2.5", "limit"),
+    ):
+        response = client.get(f"{base}/labels?{query}")
+        assert response.status_code == 422, query
+        assert response.content_type == "application/problem+json"
+        assert list(response.get_json()["errors"]) == [field], query

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import uuid
 
+import numpy as np
 import pytest
 
-from sca_worker.cleanup import release, track
+from sca_worker.cleanup import release, sweep, track, wrote
 from sca_worker.jobs import new_job_id
 from sca_worker.store.keys import artifact_keys, refs
 from tests.conftest import Monitor
@@ -104,3 +105,46 @@ def test_sets_of_an_earlier_release_are_left_to_expire(store):
     keys = _finish(store, job)
     release(store, job)
     assert not store.has(keys["input"])
+
+
+def _stored(directory) -> dict:
+    """A P that names the stacks written in ``directory`` (a job run on Dask)."""
+    return {
+        "kind": np.array("stored"),
+        "input": np.array("/data/labels"),
+        "scale": np.array(str(directory / "scale")),
+        "labels": np.array(str(directory / "labels")),
+    }
+
+
+def test_written_stacks_go_with_the_last_artifact_that_reads_them(store, tmp_path):
+    """A directory of stacks written for a job run on Dask stays while its result
+    exists or its P names it, and is deleted by the release that ends both, or by
+    a sweep once they expired (or P names another job's stacks)."""
+    first = make_job(store)
+    track(store, first)
+    keys = _finish(store, first)
+    twin = _twin(store, first)
+    directory = tmp_path / "sca-results" / "r1"
+    (directory / "labels").mkdir(parents=True)
+    (directory / "labels" / "0.npy").write_bytes(b"x")
+    store.save_arrays(keys["P"], _stored(directory))
+    wrote(store, str(directory), keys["P"], keys["result"])
+
+    release(store, first)
+    assert directory.exists()  # the twin still reads it
+    release(store, twin)
+    assert not directory.exists()
+    assert sweep(store) == []  # no longer listed
+
+    expiring = make_job(store)
+    track(store, expiring)
+    keys = _finish(store, expiring)
+    directory.mkdir()
+    store.save_arrays(keys["P"], _stored(directory))
+    wrote(store, str(directory), keys["P"], keys["result"])
+    assert sweep(store) == [] and directory.exists()
+    store.delete(keys["result"])  # what expiry does to it
+    assert sweep(store) == [] and directory.exists()  # P still names it
+    store.save_arrays(keys["P"], _stored(tmp_path / "another"))  # a twin balancing wrote P
+    assert sweep(store) == [str(directory)] and not directory.exists()

@@ -47,3 +47,26 @@ def test_labels_are_written_beside_the_input_or_under_the_results_root(tmp_path)
     with pytest.raises(sca.SCAError) as caught:
         on_dask.results_location(SETTINGS, {"location": "s3://bucket/labels.zarr"}, record)
     assert caught.value.field == "labels.root"
+
+
+def test_written_results_are_named_by_a_root_and_a_path():
+    reference = {"root": "cohorts", "path": "run7/labels/", "location": "/x/run7/labels"}
+    record = {**RECORD, "hashes": {"input": "i", "balance": "b", "spectrum": "s", "result": "r"}}
+    beside = on_dask.results_reference(SETTINGS, reference, record)
+    assert beside == {"root": "cohorts", "path": "run7/sca-results/r"}
+    top = on_dask.results_reference(SETTINGS, {**reference, "path": "labels.npy"}, record)
+    assert top == {"root": "cohorts", "path": "sca-results/r"}
+    rooted = {**SETTINGS, "SCA_RESULTS_ROOT": "out"}
+    assert on_dask.results_reference(rooted, reference, record) == {"root": "out", "path": "r"}
+
+
+@pytest.mark.parametrize(
+    ("record", "expected"),
+    [
+        ({**RECORD, "reference": True, "n": 1_000_001}, True),
+        ({**RECORD, "reference": True, "n": 1_000_000}, False),  # at the threshold: listed
+        ({**RECORD, "n": 5_000_000}, False),  # uploaded: always listed
+    ],
+)
+def test_results_above_the_list_threshold_are_paged(record, expected):
+    assert on_dask.paged(record, SETTINGS) is expected

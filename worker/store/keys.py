@@ -20,6 +20,9 @@ name                       what                            written by
 ``uses:<h>``               the jobs using the artifacts    API, workers
                            under a content hash (sorted
                            set)
+``written``                the npy stacks written for      workers; pruned by
+                           jobs run on Dask: directory ->  :mod:`sca_worker.cleanup`
+                           the artifacts naming it (hash)
 ``webhook:<id>``           a webhook awaiting delivery     workers, API
 ``webhooks``               ``<job>:<status>`` deliveries   workers, API
                            by when due (sorted set)
@@ -134,6 +137,12 @@ def refs(digest: str) -> str:
     # Not refs:<h>, the sets of jobs per input an earlier release scanned under a
     # lock: a sorted set under that name would meet them until they expire.
     return f"uses:{digest}"
+
+
+def written() -> str:
+    """The directories of npy stacks written for jobs run on Dask, each with the
+    names of the artifacts that read it (JSON; see :mod:`sca_worker.cleanup`)."""
+    return "written"
 
 
 def webhook(job_id: str) -> str:

@@ -270,6 +270,16 @@ class Records(StoreBase):
     def hnumbers(self, name: str) -> dict[str, float]:
         return {k.decode(): float(v) for k, v in self.client.hgetall(self.key(name)).items()}
 
+    # -- text hashes -----------------------------------------------------------------------
+    def hset_text(self, name: str, field: str, value: str) -> None:
+        self.client.hset(self.key(name), field, value)
+
+    def htexts(self, name: str) -> dict[str, str]:
+        return {k.decode(): v.decode() for k, v in self.client.hgetall(self.key(name)).items()}
+
+    def hdel(self, name: str, *fields: str) -> None:
+        self.client.hdel(self.key(name), *fields)
+
     # -- the census ------------------------------------------------------------------------
     def census(self, records: str, field: str, kinds: Iterable[str]) -> tuple[Counter, Counter]:
         """In one pass over the store's keys: how many records (hashes named

@@ -88,7 +88,9 @@ def _with_result(store: Store, pending: dict) -> dict:
         try:
             result = store.load_json(pending["result"])
             job["k"] = result.get("k")
-            job["sizes"] = [len(members) for members in result.get("clusters", [])]
+            job["sizes"] = result.get("cluster_sizes") or [  # paged, or listed
+                len(members) for members in result.get("clusters", [])
+            ]
         except Exception:  # noqa: BLE001 - deleted or expired meanwhile: the summary says less
             job["k"] = None
         store.save_json(keys.webhook(job["id"]), pending)
