@@ -335,7 +335,18 @@ class Job:
         return self.client.labels(self.id, offset, limit)
 
     def iter_labels(self, page_size: int = 10_000):
-        """Every page of the job's per-element data (:meth:`Client.iter_labels`)."""
+        """Every page of the job's per-element data (:meth:`Client.iter_labels`).
+
+        Parameters
+        ----------
+        page_size : int, default 10000
+            Elements per page (at most 10,000).
+
+        Returns
+        -------
+        iterator of dict
+            Each page, as :meth:`labels` returns it, in element order.
+        """
         return self.client.iter_labels(self.id, page_size)
 
     def plot(self, name: str, fmt: str = "png", **query) -> bytes:
