@@ -451,7 +451,7 @@ def _eigenvalues(
         # k̂ eigenvalues and a look just past the last, in one solve (an iterative
         # solver restarts from scratch for each): the signal often ends there, and
         # the bulk beyond it (many near-equal eigenvalues) is what a doubled k̂ pays most for
-        values = P.eigenvalues(k_hat if floor is None else min(k_hat + PROBE, cap))
+        values = P.eigenvalues(k_hat if floor is None else min(k_hat + PROBE, cap), floor=floor)
         if floor is None or values[min(k_hat, values.size) - 1] <= floor:
             return values[:k_hat], False, None
         if k_hat >= cap:
@@ -460,7 +460,9 @@ def _eigenvalues(
             return values, False, None
         if values.size >= cap:
             return values, True, (limit if wanted > limit else None)
-        k_hat = min(2 * k_hat, cap)
+        # a kept Krylov space may already show more above the floor: straight to them
+        known = P.known_above(floor)
+        k_hat = min(known if known > values.size else 2 * k_hat, cap)
 
 
 def _split_eigenvalues(

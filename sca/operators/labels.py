@@ -55,6 +55,8 @@ GRAM_COUNTS_MAX_K = 8192
 GRAM_COUNTS_BYTES = 512 << 20
 #: Label runs whose labels span more than this (in all) are renumbered first.
 _SPAN_SLACK = 1024
+#: From this many columns a product passes over the wide codes once for all of them.
+BLOCK_MIN_COLUMNS = 8
 _BLOCK_ROWS = 1 << 16
 
 
@@ -271,10 +273,29 @@ class LabelOperator(FactorOperator):
         numpy's counts take a Python step for each group of runs and each column."""
         return not self.chunked and self.n < kernels.COMPILED_MIN_ROWS
 
+    def _by_block(self, X) -> bool:
+        """Whether a product with the columns of X passes over the labels once for
+        all of them (:data:`BLOCK_MIN_COLUMNS` or more, in memory, from
+        :data:`~sca.operators.kernels.COMPILED_MIN_ROWS` rows): the labels
+        themselves, not the wide codes, whose tables of many columns no cache holds."""
+        return (
+            not self.chunked
+            and self.n >= kernels.COMPILED_MIN_ROWS
+            and X.size // X.shape[0] >= BLOCK_MIN_COLUMNS
+        )
+
+    @property
+    def _rows(self) -> np.ndarray:
+        """The label matrix in memory, row-major, for the block products."""
+        return np.ascontiguousarray(self.codes)
+
     def _left(self, X):
         K, wide = self.n_clusters, self.wide
         if self._sparse_products:
             out = self._membership[1] @ X.reshape(self.n, -1)
+        elif self._by_block(X):
+            # a block of columns in one pass over the labels
+            out = kernels.scatter_wide(self._rows, self.groups, X.reshape(self.n, -1))
         elif wide is not None:  # column by column: one column's tables stay in cache
             columns = X.reshape(self.n, -1).T
             out = np.column_stack(
@@ -289,6 +310,8 @@ class LabelOperator(FactorOperator):
         wide = self.wide
         if self._sparse_products:
             out = self._membership[0] @ Z.reshape(self.n_clusters, -1)
+        elif self._by_block(Z):
+            out = kernels.gather_wide(self._rows, self.groups, Z.reshape(self.n_clusters, -1))
         elif wide is not None:
             table = wide.columns @ Z.reshape(self.n_clusters, -1)
             out = kernels.mat_wide(wide.codes, wide.binoff, table)
