@@ -1,9 +1,12 @@
 """Block Lanczos on G (sca.operators.lanczos) and the block products it applies G with."""
 
 import numpy as np
+from sklearn.metrics import adjusted_rand_score
 
 import sca
+import sca.operators.factored
 import sca.operators.kernels
+import sca.operators.labels
 from sca.operators import LabelOperator
 from sca.operators.lanczos import BlockLanczos
 from sca.planted import planted_runs, planted_truth
@@ -72,3 +75,34 @@ def test_block_products_match_column_products(forms, monkeypatch):
         assert np.allclose(L.matmat(X), F.matmat(X), rtol=1e-12)
         Z = rng.random((L.n_clusters, 9))
         assert np.allclose(L.gram_product(Z), F.gram_product(Z), rtol=1e-12)
+
+
+def test_many_clusters_through_the_krylov_space(monkeypatch):
+    """Many planted clusters with G too large to form (its limits lowered so that
+    K = 1,200 counts as large): the automatic k, the eigenvalues above the floor
+    and the clustering are those of the dense path."""
+    rng = np.random.default_rng(11)
+    truth = planted_truth(4000, [1] * 60, rng)
+    labels = planted_runs(truth, 20, 0.3, rng, dtype=np.uint8)
+    dense_k, dense_result = _stages(labels)
+    monkeypatch.setattr(sca.operators.factored, "GRAM_MAX_K", 64)
+    monkeypatch.setattr(sca.operators.labels, "GRAM_MAX_K", 64)
+    monkeypatch.setattr(sca.operators.labels, "GRAM_COUNTS_MAX_K", 64)
+    monkeypatch.setattr(sca.operators.factored, "DENSE_GRAM_TIMES", 0)
+    monkeypatch.setattr(sca.operators.kernels, "COMPILED_MIN_ROWS", 0)
+    products = []
+    original = LabelOperator._right
+    monkeypatch.setattr(
+        LabelOperator, "_right", lambda self, Z: products.append(Z.shape) or original(self, Z)
+    )
+    spec, result = _stages(labels)
+    assert spec.k == dense_k.k == 60
+    assert np.allclose(spec.eigenvalues[:60], dense_k.eigenvalues[:60], atol=1e-6)
+    assert adjusted_rand_score(truth, result.labels) >= 0.99
+    assert adjusted_rand_score(dense_result.labels, result.labels) >= 0.99
+    assert products  # the Krylov space's blocks went through the labels
+
+
+def _stages(labels):
+    _, spec, result, _ = sca.run_stages(sca.membership_operator(labels), {"seed": 0})
+    return spec, result
