@@ -55,8 +55,10 @@ GRAM_COUNTS_MAX_K = 8192
 GRAM_COUNTS_BYTES = 512 << 20
 #: Label runs whose labels span more than this (in all) are renumbered first.
 _SPAN_SLACK = 1024
-#: From this many columns a product passes over the wide codes once for all of them.
+#: From this many columns a product passes over the labels once for all of them ...
 BLOCK_MIN_COLUMNS = 8
+#: ... unless the wide codes read fewer than 1 / BLOCK_MAX_READS as many entries a row.
+BLOCK_MAX_READS = 2
 _BLOCK_ROWS = 1 << 16
 
 
@@ -145,6 +147,7 @@ class LabelOperator(FactorOperator):
         super().__init__(codes.shape[0], scale, np.concatenate([[0], np.cumsum(spans)]))
         self.codes = codes
         self.spans = spans
+        self._row_major: np.ndarray | None = None
         self._packings = Packings() if packings is None else packings
 
     # -- the packed codes ---------------------------------------------------
@@ -278,16 +281,22 @@ class LabelOperator(FactorOperator):
         all of them (:data:`BLOCK_MIN_COLUMNS` or more, in memory, from
         :data:`~sca.operators.kernels.COMPILED_MIN_ROWS` rows): the labels
         themselves, not the wide codes, whose tables of many columns no cache holds."""
-        return (
-            not self.chunked
-            and self.n >= kernels.COMPILED_MIN_ROWS
-            and X.size // X.shape[0] >= BLOCK_MIN_COLUMNS
-        )
+        if self.chunked or self.n < kernels.COMPILED_MIN_ROWS:
+            return False
+        if X.size // max(X.shape[0], 1) < BLOCK_MIN_COLUMNS:
+            return False
+        # the labels read a run each where the wide codes read a group of runs: the
+        # block pays while that is at most BLOCK_MAX_READS times as many entries a row
+        wide = self.wide
+        return wide is None or self.spans.size <= BLOCK_MAX_READS * len(wide.groups)
 
     @property
     def _rows(self) -> np.ndarray:
-        """The label matrix in memory, row-major, for the block products."""
-        return np.ascontiguousarray(self.codes)
+        """The label matrix in memory, row-major, for the block products (a null
+        draw's runs are held by run: made row-major once)."""
+        if self._row_major is None:
+            self._row_major = np.ascontiguousarray(self.codes)
+        return self._row_major
 
     def _left(self, X):
         K, wide = self.n_clusters, self.wide
