@@ -360,11 +360,17 @@ class FactorOperator(ConsensusOperator):
             return 0
         return int(np.sum(self._lanczos.ritz()[0] > floor))
 
+    @property
+    def krylov_block(self) -> int:
+        """Columns per block of the Krylov space: :data:`~sca.operators.lanczos.BLOCK`,
+        one pass over H serving them all."""
+        return BLOCK
+
     def _lanczos_of(self, apply) -> BlockLanczos:
         """The Krylov space of G under ``apply``, made on first use and kept."""
         if self._lanczos is None:
             rng = np.random.default_rng(0x5CA)
-            start = rng.standard_normal((self.n_clusters, BLOCK))
+            start = rng.standard_normal((self.n_clusters, self.krylov_block))
             start[:, 0] = self.factor_transpose(np.ones(self.n))  # the Perron vector's image
             self._lanczos = BlockLanczos(apply, self.n_clusters, start)
         return self._lanczos

@@ -23,6 +23,7 @@ from scipy.sparse import csgraph
 from . import kernels
 from .base import SANDWICH_ENTRIES, ConsensusOperator
 from .factored import GRAM_MAX_K, FactorOperator
+from .lanczos import BLOCK
 from .packing import (
     PACKED_CODES,
     Marginals,
@@ -57,7 +58,7 @@ GRAM_COUNTS_BYTES = 512 << 20
 _SPAN_SLACK = 1024
 #: From this many columns a product passes over the labels once for all of them ...
 BLOCK_MIN_COLUMNS = 8
-#: ... unless the wide codes read fewer than 1 / BLOCK_MAX_READS as many entries a row.
+#: ... unless the packed codes read fewer than 1 / BLOCK_MAX_READS as many entries a row.
 BLOCK_MAX_READS = 2
 _BLOCK_ROWS = 1 << 16
 
@@ -285,10 +286,17 @@ class LabelOperator(FactorOperator):
             return False
         if X.size // max(X.shape[0], 1) < BLOCK_MIN_COLUMNS:
             return False
-        # the labels read a run each where the wide codes read a group of runs: the
+        # the labels read a run each where the packed codes read a group of runs: the
         # block pays while that is at most BLOCK_MAX_READS times as many entries a row
-        wide = self.wide
-        return wide is None or self.spans.size <= BLOCK_MAX_READS * len(wide.groups)
+        packing = self.wide if self.wide is not None else self.packing
+        return self.spans.size <= BLOCK_MAX_READS * len(packing.groups)
+
+    @property
+    def krylov_block(self) -> int:
+        """:data:`~sca.operators.lanczos.BLOCK` columns where a block passes over the
+        labels once (:meth:`_by_block`); one where each column costs a pass anyway
+        (one vector a step is the fewest products for a Krylov space)."""
+        return BLOCK if self._by_block(np.empty((1, BLOCK))) else 1
 
     @property
     def _rows(self) -> np.ndarray:

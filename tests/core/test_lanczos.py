@@ -65,6 +65,7 @@ def test_block_products_match_column_products(forms, monkeypatch):
     """Products of eight or more columns pass over the labels once for all of them
     (the compiled block kernels) and equal the sparse H's."""
     monkeypatch.setattr(sca.operators.kernels, "COMPILED_MIN_ROWS", 0)
+    monkeypatch.setattr(sca.operators.labels, "BLOCK_MAX_READS", 100)  # runs of 3 labels
     _, ops = forms
     labels = LabelOperator(ops["labels"].codes, ops["labels"].spans)
     rng = np.random.default_rng(6)
