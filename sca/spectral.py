@@ -8,7 +8,8 @@ Three rules for k from the eigenvalues ``1 = λ1 >= λ2 >= ... >= λ_k̂``:
     destroyed, plus a margin.  It is the Perron cluster (Definition 2.9) with
     "close to 1" measured against what chance alone gives.  k = 1 is a
     possible answer: "no cluster structure".  Without ``k_hat``, k̂ grows
-    (20, 40, 80, ..., each doubling after a look two eigenvalues further)
+    (20, 40, 80, ..., each doubling after a look two eigenvalues further, or
+    straight to the count a kept Krylov space already shows above the floor)
     until an eigenvalue falls below the floor, up to ``max_k_hat`` and the
     budget of :mod:`sca.components`, whose components' eigenvalues 1 are
     counted rather than computed.  Where the eigenvalues above the floor leave the cut in

@@ -281,7 +281,8 @@ class FactorOperator(ConsensusOperator):
             How many eigenvalues (at most n); None for all of them.
         few : bool, default False
             A rough figure will do (a null draw's edge): the Gram matrix is
-            formed in float32 and the iterative solver stops at 1e-4.
+            formed in float32 and the iterative solver stops sooner
+            (:data:`FEW_TOL`).
         floor : float, optional
             Eigenvalues below this noise floor are resolved only roughly
             (:meth:`sca.operators.lanczos.BlockLanczos.eigenvalues`).
