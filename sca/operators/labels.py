@@ -291,6 +291,16 @@ class LabelOperator(FactorOperator):
         packing = self.wide if self.wide is not None else self.packing
         return self.spans.size <= BLOCK_MAX_READS * len(packing.groups)
 
+    def _by_blocks(self, kernel, X: np.ndarray) -> np.ndarray:
+        """``kernel(labels, offsets, ...)`` on X's columns :data:`~sca.operators.lanczos.BLOCK`
+        at a time: a wider block's tables (K rows of its columns) outgrow the cache."""
+        return np.column_stack(
+            [
+                kernel(self._rows, self.groups, X[:, s : s + BLOCK])
+                for s in range(0, X.shape[1], BLOCK)
+            ]
+        )
+
     @property
     def krylov_block(self) -> int:
         """:data:`~sca.operators.lanczos.BLOCK` columns where a block passes over the
@@ -312,7 +322,7 @@ class LabelOperator(FactorOperator):
             out = self._membership[1] @ X.reshape(self.n, -1)
         elif self._by_block(X):
             # a block of columns in one pass over the labels
-            out = kernels.scatter_wide(self._rows, self.groups, X.reshape(self.n, -1))
+            out = self._by_blocks(kernels.scatter_wide, X.reshape(self.n, -1))
         elif wide is not None:  # column by column: one column's tables stay in cache
             columns = X.reshape(self.n, -1).T
             out = np.column_stack(
@@ -328,7 +338,7 @@ class LabelOperator(FactorOperator):
         if self._sparse_products:
             out = self._membership[0] @ Z.reshape(self.n_clusters, -1)
         elif self._by_block(Z):
-            out = kernels.gather_wide(self._rows, self.groups, Z.reshape(self.n_clusters, -1))
+            out = self._by_blocks(kernels.gather_wide, Z.reshape(self.n_clusters, -1))
         elif wide is not None:
             table = wide.columns @ Z.reshape(self.n_clusters, -1)
             out = kernels.mat_wide(wide.codes, wide.binoff, table)

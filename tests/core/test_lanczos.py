@@ -70,11 +70,11 @@ def test_block_products_match_column_products(forms, monkeypatch):
     labels = LabelOperator(ops["labels"].codes, ops["labels"].spans)
     rng = np.random.default_rng(6)
     d = rng.random(300) + 0.5
-    X = rng.random((300, 11))
+    X = rng.random((300, 20))  # two blocks of columns, the second short
     for F, L in ((ops["factored"], labels), (ops["factored"].scaled(d), labels.scaled(d))):
         assert L._by_block(X)
         assert np.allclose(L.matmat(X), F.matmat(X), rtol=1e-12)
-        Z = rng.random((L.n_clusters, 9))
+        Z = rng.random((L.n_clusters, 19))
         assert np.allclose(L.gram_product(Z), F.gram_product(Z), rtol=1e-12)
 
 
