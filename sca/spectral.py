@@ -8,7 +8,8 @@ Three rules for k from the eigenvalues ``1 = λ1 >= λ2 >= ... >= λ_k̂``:
     destroyed, plus a margin.  It is the Perron cluster (Definition 2.9) with
     "close to 1" measured against what chance alone gives.  k = 1 is a
     possible answer: "no cluster structure".  Without ``k_hat``, k̂ grows
-    (20, 40, 80, ..., each doubling after a look two eigenvalues further)
+    (20, 40, 80, ..., each doubling after a look two eigenvalues further, or
+    straight to the count a kept Krylov space already shows above the floor)
     until an eigenvalue falls below the floor, up to ``max_k_hat`` and the
     budget of :mod:`sca.components`, whose components' eigenvalues 1 are
     counted rather than computed.  Where the eigenvalues above the floor leave the cut in
@@ -451,7 +452,7 @@ def _eigenvalues(
         # k̂ eigenvalues and a look just past the last, in one solve (an iterative
         # solver restarts from scratch for each): the signal often ends there, and
         # the bulk beyond it (many near-equal eigenvalues) is what a doubled k̂ pays most for
-        values = P.eigenvalues(k_hat if floor is None else min(k_hat + PROBE, cap))
+        values = P.eigenvalues(k_hat if floor is None else min(k_hat + PROBE, cap), floor=floor)
         if floor is None or values[min(k_hat, values.size) - 1] <= floor:
             return values[:k_hat], False, None
         if k_hat >= cap:
@@ -460,7 +461,9 @@ def _eigenvalues(
             return values, False, None
         if values.size >= cap:
             return values, True, (limit if wanted > limit else None)
-        k_hat = min(2 * k_hat, cap)
+        # a kept Krylov space may already show more above the floor: straight to them
+        known = P.known_above(floor)
+        k_hat = min(known if known > values.size else 2 * k_hat, cap)
 
 
 def _split_eigenvalues(

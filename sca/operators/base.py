@@ -388,7 +388,9 @@ class ConsensusOperator:
     def _raw_entries(self, rows, cols):
         raise NotImplementedError
 
-    def eigenvalues(self, k_hat: int | None = None, few: bool = False) -> np.ndarray:
+    def eigenvalues(
+        self, k_hat: int | None = None, few: bool = False, floor: float | None = None
+    ) -> np.ndarray:
         """The ``k_hat`` largest eigenvalues of ``D S D``, descending (all if None).
 
         Small operators are solved densely; large ones with ``eigsh`` using
@@ -403,6 +405,9 @@ class ConsensusOperator:
         few : bool, default False
             A rough figure will do (a null draw's edge): the iterative solver
             then stops at a relative tolerance of 1e-4.
+        floor : float, optional
+            The noise floor: eigenvalues below it are wanted only to tell them
+            below it, so a solver that can may resolve them more roughly.
 
         Returns
         -------
@@ -415,6 +420,23 @@ class ConsensusOperator:
         else:
             values = self._top_eigenvalues(k_hat, 1e-4 if few else 1e-10)
         return np.sort(values)[::-1][:k_hat]
+
+    def known_above(self, floor: float) -> int:
+        """How many eigenvalues of P are known to exceed ``floor`` from the work
+        already done (0 unless a Krylov space is kept: its Ritz values are lower
+        bounds of P's eigenvalues, one by one).
+
+        Parameters
+        ----------
+        floor : float
+            The threshold.
+
+        Returns
+        -------
+        int
+            A lower bound on the number of eigenvalues above ``floor``.
+        """
+        return 0
 
     def _top_eigenvalues(self, k_hat: int, tol: float = 1e-10) -> np.ndarray:
         linop = sp.linalg.LinearOperator(

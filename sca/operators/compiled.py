@@ -177,3 +177,34 @@ def mat_wide4(rows, binoff, table, c, lo, hi, out):
             ys[i, c + 2] = s2
         if width > 3:
             ys[i, c + 3] = s3
+
+
+@_jit
+def scatter_block(rows, binoff, X, lo, hi, out):
+    """Weighted counts of ``b`` columns at once from row-major codes ``(m, g)``:
+    ``out[binoff[a] + rows[i, a]] += X[i]`` (rows of ``b`` floats), one pass
+    over the codes for the whole block."""
+    g, b = rows.shape[1], X.shape[1]
+    block, xs = rows[lo:hi], X[lo:hi]
+    for i in range(hi - lo):
+        row, xi = block[i], xs[i]
+        for a in range(g):
+            dest = out[binoff[a] + row[a]]
+            for c in range(b):
+                dest[c] += xi[c]
+
+
+@_jit
+def gather_block(rows, binoff, table, lo, hi, out):
+    """Gathers of ``b`` columns at once from row-major codes ``(m, g)``:
+    ``out[i] = sum_a table[binoff[a] + rows[i, a]]`` (rows of ``b`` floats)."""
+    g, b = rows.shape[1], table.shape[1]
+    block, ys = rows[lo:hi], out[lo:hi]
+    for i in range(hi - lo):
+        row, y = block[i], ys[i]
+        for c in range(b):
+            y[c] = 0.0
+        for a in range(g):
+            source = table[binoff[a] + row[a]]
+            for c in range(b):
+                y[c] += source[c]

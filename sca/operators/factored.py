@@ -15,9 +15,9 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 from scipy.sparse import csgraph
-from scipy.sparse.linalg import LinearOperator, eigsh
 
 from .base import DENSE_SPECTRUM_MAX_N, ConsensusOperator
+from .lanczos import BLOCK, BlockLanczos
 
 #: Largest K for which the K x K Gram matrix of a factored operator is formed.
 GRAM_MAX_K = 2048
@@ -36,6 +36,11 @@ DENSE_GRAM_TIMES = 2
 DENSE_GRAM_SHARE = 16
 #: ... where forming G costs no more than this many multiply-adds.
 DENSE_GRAM_MAX_WORK = 1 << 36
+#: Block Lanczos stops once each Ritz value's residual is this fraction of λ1 = 1: the
+#: rules read eigenvalues against a floor and each other, not to the last digit ...
+LANCZOS_TOL = 1e-6
+#: ... and a null draw's edge more roughly, still well inside the floor's margin.
+FEW_TOL = 1e-5
 
 
 class FactorOperator(ConsensusOperator):
@@ -72,6 +77,8 @@ class FactorOperator(ConsensusOperator):
     _gram: np.ndarray | None = None
     #: All of G's eigenvalues, descending, once a dense solve has computed them.
     _gram_values: np.ndarray | None = None
+    #: The Krylov space of G, continued as k̂ grows (:mod:`sca.operators.lanczos`).
+    _lanczos: BlockLanczos | None = None
 
     def __init__(self, n: int, scale=None, groups=None):
         super().__init__(n, scale)
@@ -260,7 +267,7 @@ class FactorOperator(ConsensusOperator):
         """Whether the ``K x K`` Gram matrix is cheap enough to form for the spectrum."""
         return self.n_clusters <= GRAM_MAX_K
 
-    def eigenvalues(self, k_hat=None, few=False):
+    def eigenvalues(self, k_hat=None, few=False, floor=None):
         """The ``k_hat`` largest eigenvalues of ``D S D``, descending, from the Gram matrix.
 
         The nonzero eigenvalues of ``P = (DH)(DH)^T`` are those of the ``K x K``
@@ -274,7 +281,11 @@ class FactorOperator(ConsensusOperator):
             How many eigenvalues (at most n); None for all of them.
         few : bool, default False
             A rough figure will do (a null draw's edge): the Gram matrix is
-            formed in float32 and the iterative solver stops at 1e-4.
+            formed in float32 and the iterative solver stops sooner
+            (:data:`FEW_TOL`).
+        floor : float, optional
+            Eigenvalues below this noise floor are resolved only roughly
+            (:meth:`sca.operators.lanczos.BlockLanczos.eigenvalues`).
 
         Returns
         -------
@@ -294,7 +305,7 @@ class FactorOperator(ConsensusOperator):
             and k_hat is not None
             and int(k_hat) < self.n_clusters - 1
         ):
-            values = self._top_gram_eigenvalues(int(k_hat), 1e-4 if few else 1e-10)
+            values = self._top_gram_eigenvalues(int(k_hat), few, floor)
             return np.sort(values)[::-1][: int(k_hat)]
         if (not self.gram_cheap and not dense) or self.n_clusters > self.n:
             return super().eigenvalues(k_hat, few)
@@ -309,8 +320,9 @@ class FactorOperator(ConsensusOperator):
         if not few:
             self._gram = gram  # also for the iteration (factor_gram)
         if k_hat < K - 1 and K > DENSE_SPECTRUM_MAX_N and (few or K > GRAM_MAX_K) and not dense:
-            tol = 1e-4 if few else 1e-10
-            values = eigsh(gram, k=k_hat, which="LA", tol=tol, return_eigenvectors=False)
+            values = self._lanczos_of(
+                lambda Z: np.asarray(gram @ Z.astype(gram.dtype), dtype=float)
+            ).eigenvalues(k_hat, FEW_TOL if few else LANCZOS_TOL, floor)
         else:
             # in float64 even for a float32 G: LAPACK's ssyevd is slower here than dsyevd
             values = np.linalg.eigvalsh(gram.astype(np.float64, copy=False))
@@ -333,26 +345,51 @@ class FactorOperator(ConsensusOperator):
             and (self.gram_cheap or self.n * K * K <= DENSE_GRAM_MAX_WORK)
         )
 
-    def _top_gram_eigenvalues(self, k_hat: int, tol: float) -> np.ndarray:
+    def _top_gram_eigenvalues(self, k_hat: int, few: bool, floor=None) -> np.ndarray:
         """The largest eigenvalues of P as those of ``G = (DH)^T (DH)`` applied, not
-        formed: Lanczos keeps K-vectors, not n-vectors (its basis and its
-        orthogonalisation, which dominate at large k̂, shrink by n / K), for the
-        same products with H."""
-        K = self.n_clusters
-
-        def product(Z):
-            return self.factor_transpose(self.factor(Z))
-
-        linop = LinearOperator((K, K), matvec=product, matmat=product, dtype=float)
-        v0 = self.factor_transpose(np.ones(self.n))
-        return eigsh(
-            linop,
-            k=k_hat,
-            which="LA",
-            tol=tol,
-            v0=v0 / np.linalg.norm(v0),
-            return_eigenvectors=False,
+        formed: block Lanczos (:mod:`sca.operators.lanczos`) keeps K-vectors, not
+        n-vectors, applies G to a block of them per pass over H, and continues
+        the same Krylov space when k̂ grows."""
+        return self._lanczos_of(self.gram_product).eigenvalues(
+            k_hat, FEW_TOL if few else LANCZOS_TOL, floor
         )
+
+    def known_above(self, floor: float) -> int:
+        """Ritz values of the kept Krylov space above ``floor``: by Cauchy's
+        interlacing each is a lower bound of the eigenvalue of its rank."""
+        if self._lanczos is None or self._lanczos.dim == 0:
+            return 0
+        return int(np.sum(self._lanczos.ritz()[0] > floor))
+
+    @property
+    def krylov_block(self) -> int:
+        """Columns per block of the Krylov space: :data:`~sca.operators.lanczos.BLOCK`,
+        one pass over H serving them all."""
+        return BLOCK
+
+    def _lanczos_of(self, apply) -> BlockLanczos:
+        """The Krylov space of G under ``apply``, made on first use and kept."""
+        if self._lanczos is None:
+            rng = np.random.default_rng(0x5CA)
+            start = rng.standard_normal((self.n_clusters, self.krylov_block))
+            start[:, 0] = self.factor_transpose(np.ones(self.n))  # the Perron vector's image
+            self._lanczos = BlockLanczos(apply, self.n_clusters, start)
+        return self._lanczos
+
+    def gram_product(self, Z: np.ndarray) -> np.ndarray:
+        """``G Z = (DH)^T (DH) Z`` without G.
+
+        Parameters
+        ----------
+        Z : ndarray of shape (K, s)
+            Columns over the clusters of H.
+
+        Returns
+        -------
+        ndarray of shape (K, s)
+            ``G Z``.
+        """
+        return self.factor_transpose(self.factor(Z))
 
 
 class FactoredOperator(FactorOperator):

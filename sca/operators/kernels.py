@@ -366,6 +366,28 @@ def mat_wide(rows: np.ndarray, binoff: np.ndarray, table: np.ndarray) -> np.ndar
     return out
 
 
+def scatter_wide(rows: np.ndarray, binoff: np.ndarray, X: np.ndarray) -> np.ndarray:
+    """:func:`rmat` of a block ``X`` ``(m, s)`` from row-major codes ``(m, g)``: one
+    pass over the codes for all s columns, each core counting its rows into
+    its own ``(bins, s)`` table, then summed (compiled only)."""
+    X = _float2d(X)
+    spans = _spans(rows.shape[0])
+    outs = [np.zeros((int(binoff[-1]), X.shape[1])) for _ in spans]
+    loop = _loops().scatter_block
+    _parallel([partial(loop, rows, binoff, X, lo, hi, out) for (lo, hi), out in zip(spans, outs)])
+    return sum(outs[1:], outs[0])
+
+
+def gather_wide(rows: np.ndarray, binoff: np.ndarray, table: np.ndarray) -> np.ndarray:
+    """:func:`mat` of a block ``table`` ``(bins, s)`` from row-major codes ``(m, g)``:
+    one pass over the codes for all s columns (compiled only)."""
+    table = _float2d(table)
+    out = np.empty((rows.shape[0], table.shape[1]))
+    loop = _loops().gather_block
+    _parallel([partial(loop, rows, binoff, table, lo, hi, out) for lo, hi in _spans(rows.shape[0])])
+    return out
+
+
 def permuted_columns(codes: np.ndarray, perm: np.ndarray) -> np.ndarray:
     """``codes[perm].T`` as a C-contiguous ``(r, n)`` array (one run per row)."""
     c = _compiled(perm.size)

@@ -23,6 +23,7 @@ from scipy.sparse import csgraph
 from . import kernels
 from .base import SANDWICH_ENTRIES, ConsensusOperator
 from .factored import GRAM_MAX_K, FactorOperator
+from .lanczos import BLOCK
 from .packing import (
     PACKED_CODES,
     Marginals,
@@ -55,6 +56,10 @@ GRAM_COUNTS_MAX_K = 8192
 GRAM_COUNTS_BYTES = 512 << 20
 #: Label runs whose labels span more than this (in all) are renumbered first.
 _SPAN_SLACK = 1024
+#: From this many columns a product passes over the labels once for all of them ...
+BLOCK_MIN_COLUMNS = 8
+#: ... unless the packed codes read fewer than 1 / BLOCK_MAX_READS as many entries a row.
+BLOCK_MAX_READS = 2
 _BLOCK_ROWS = 1 << 16
 
 
@@ -143,6 +148,7 @@ class LabelOperator(FactorOperator):
         super().__init__(codes.shape[0], scale, np.concatenate([[0], np.cumsum(spans)]))
         self.codes = codes
         self.spans = spans
+        self._row_major: np.ndarray | None = None
         self._packings = Packings() if packings is None else packings
 
     # -- the packed codes ---------------------------------------------------
@@ -271,10 +277,52 @@ class LabelOperator(FactorOperator):
         numpy's counts take a Python step for each group of runs and each column."""
         return not self.chunked and self.n < kernels.COMPILED_MIN_ROWS
 
+    def _by_block(self, X) -> bool:
+        """Whether a product with the columns of X passes over the labels once for
+        all of them (:data:`BLOCK_MIN_COLUMNS` or more, in memory, from
+        :data:`~sca.operators.kernels.COMPILED_MIN_ROWS` rows): the labels
+        themselves, not the wide codes, whose tables of many columns no cache holds."""
+        if self.chunked or self.n < kernels.COMPILED_MIN_ROWS:
+            return False
+        if X.size // max(X.shape[0], 1) < BLOCK_MIN_COLUMNS:
+            return False
+        # the labels read a run each where the packed codes read a group of runs: the
+        # block pays while that is at most BLOCK_MAX_READS times as many entries a row
+        packing = self.wide if self.wide is not None else self.packing
+        return self.spans.size <= BLOCK_MAX_READS * len(packing.groups)
+
+    def _by_blocks(self, kernel, X: np.ndarray) -> np.ndarray:
+        """``kernel(labels, offsets, ...)`` on X's columns :data:`~sca.operators.lanczos.BLOCK`
+        at a time: a wider block's tables (K rows of its columns) outgrow the cache."""
+        return np.column_stack(
+            [
+                kernel(self._rows, self.groups, X[:, s : s + BLOCK])
+                for s in range(0, X.shape[1], BLOCK)
+            ]
+        )
+
+    @property
+    def krylov_block(self) -> int:
+        """:data:`~sca.operators.lanczos.BLOCK` columns where a block passes over the
+        labels once (:meth:`_by_block`); one where each column costs a pass anyway
+        (one vector a step is the fewest products for a Krylov space)."""
+        return BLOCK if self._by_block(np.empty((1, BLOCK))) else 1
+
+    @property
+    def _rows(self) -> np.ndarray:
+        """The label matrix in memory, row-major, for the block products (a null
+        draw's runs are held by run: made row-major once)."""
+        if self._row_major is None:
+            self._row_major = np.ascontiguousarray(self.codes)
+        return self._row_major
+
     def _left(self, X):
         K, wide = self.n_clusters, self.wide
         if self._sparse_products:
             out = self._membership[1] @ X.reshape(self.n, -1)
+        elif self._by_block(X):
+            # a block of columns in one pass over the labels
+            out = self._by_blocks(kernels.scatter_wide, X.reshape(self.n, -1))
         elif wide is not None:  # column by column: one column's tables stay in cache
             columns = X.reshape(self.n, -1).T
             out = np.column_stack(
@@ -289,6 +337,8 @@ class LabelOperator(FactorOperator):
         wide = self.wide
         if self._sparse_products:
             out = self._membership[0] @ Z.reshape(self.n_clusters, -1)
+        elif self._by_block(Z):
+            out = self._by_blocks(kernels.gather_wide, Z.reshape(self.n_clusters, -1))
         elif wide is not None:
             table = wide.columns @ Z.reshape(self.n_clusters, -1)
             out = kernels.mat_wide(wide.codes, wide.binoff, table)

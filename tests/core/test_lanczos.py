@@ -1,0 +1,109 @@
+"""Block Lanczos on G (sca.operators.lanczos) and the block products it applies G with."""
+
+import numpy as np
+from sklearn.metrics import adjusted_rand_score
+
+import sca
+import sca.operators.factored
+import sca.operators.kernels
+import sca.operators.labels
+from sca.operators import LabelOperator
+from sca.operators.lanczos import BlockLanczos
+from sca.planted import planted_runs, planted_truth
+
+
+def _gram_of_runs(n=600, runs=12, blocks=6, seed=3):
+    rng = np.random.default_rng(seed)
+    labels = planted_runs(planted_truth(n, [1] * blocks, rng), runs, 0.4, rng)
+    H = np.zeros((n, runs * blocks))
+    H[np.arange(n)[:, None], labels + blocks * np.arange(runs)] = 1.0
+    d = rng.random(n) + 0.5
+    F = d[:, None] * H
+    return F.T @ F
+
+
+def test_block_lanczos_matches_the_dense_spectrum():
+    """The largest eigenvalues of a Gram matrix of label runs (rank K - r + 1: a null
+    space the Krylov space must not fill with spurious values) as eigvalsh gives them,
+    and a larger count continues the same space rather than restarting it."""
+    G = _gram_of_runs()
+    exact = np.sort(np.linalg.eigvalsh(G))[::-1]
+    start = np.random.default_rng(0).standard_normal((G.shape[0], 4))
+    solver = BlockLanczos(lambda Z: G @ Z, G.shape[0], start)
+    few = solver.eigenvalues(5, 1e-9)
+    assert np.allclose(few, exact[:5], atol=1e-8 * exact[0])
+    dim = solver.dim
+    more = solver.eigenvalues(20, 1e-9)
+    assert solver.dim >= dim
+    assert np.allclose(more, exact[:20], atol=1e-8 * exact[0])
+
+
+def test_block_lanczos_rough_below_the_floor():
+    """Ritz values below the floor stop at the rough residual: no more work than
+    converging the values above it, and still below the floor where the exact are."""
+    G = _gram_of_runs(seed=5)
+    exact = np.sort(np.linalg.eigvalsh(G))[::-1]
+    floor = 0.5 * (exact[5] + exact[6])  # six above
+    start = np.random.default_rng(1).standard_normal((G.shape[0], 4))
+    values = BlockLanczos(lambda Z: G @ Z, G.shape[0], start).eigenvalues(8, 1e-12, floor)
+    assert np.allclose(values[:6], exact[:6], atol=1e-10 * exact[0])
+    assert np.all(values[6:] < floor) and np.all(exact[6:8] < floor)
+
+
+def test_block_lanczos_whole_space():
+    """A space as large as G itself (K = 20, blocks of 8) returns G's eigenvalues exactly,
+    its last block cut short and its rank-deficient blocks refilled."""
+    rng = np.random.default_rng(2)
+    A = rng.standard_normal((20, 5))
+    G = A @ A.T  # rank 5: the Krylov blocks lose rank at once
+    exact = np.sort(np.linalg.eigvalsh(G))[::-1]
+    solver = BlockLanczos(lambda Z: G @ Z, 20, rng.standard_normal((20, 8)))
+    assert np.allclose(solver.eigenvalues(10, 1e-12), exact[:10], atol=1e-9)
+
+
+def test_block_products_match_column_products(forms, monkeypatch):
+    """Products of eight or more columns pass over the labels once for all of them
+    (the compiled block kernels) and equal the sparse H's."""
+    monkeypatch.setattr(sca.operators.kernels, "COMPILED_MIN_ROWS", 0)
+    monkeypatch.setattr(sca.operators.labels, "BLOCK_MAX_READS", 100)  # runs of 3 labels
+    _, ops = forms
+    labels = LabelOperator(ops["labels"].codes, ops["labels"].spans)
+    rng = np.random.default_rng(6)
+    d = rng.random(300) + 0.5
+    X = rng.random((300, 20))  # two blocks of columns, the second short
+    for F, L in ((ops["factored"], labels), (ops["factored"].scaled(d), labels.scaled(d))):
+        assert L._by_block(X)
+        assert np.allclose(L.matmat(X), F.matmat(X), rtol=1e-12)
+        Z = rng.random((L.n_clusters, 19))
+        assert np.allclose(L.gram_product(Z), F.gram_product(Z), rtol=1e-12)
+
+
+def test_many_clusters_through_the_krylov_space(monkeypatch):
+    """Many planted clusters with G too large to form (its limits lowered so that
+    K = 1,200 counts as large): the automatic k, the eigenvalues above the floor
+    and the clustering are those of the dense path."""
+    rng = np.random.default_rng(11)
+    truth = planted_truth(4000, [1] * 60, rng)
+    labels = planted_runs(truth, 20, 0.3, rng, dtype=np.uint8)
+    dense_k, dense_result = _stages(labels)
+    monkeypatch.setattr(sca.operators.factored, "GRAM_MAX_K", 64)
+    monkeypatch.setattr(sca.operators.labels, "GRAM_MAX_K", 64)
+    monkeypatch.setattr(sca.operators.labels, "GRAM_COUNTS_MAX_K", 64)
+    monkeypatch.setattr(sca.operators.factored, "DENSE_GRAM_TIMES", 0)
+    monkeypatch.setattr(sca.operators.kernels, "COMPILED_MIN_ROWS", 0)
+    products = []
+    original = LabelOperator._right
+    monkeypatch.setattr(
+        LabelOperator, "_right", lambda self, Z: products.append(Z.shape) or original(self, Z)
+    )
+    spec, result = _stages(labels)
+    assert spec.k == dense_k.k == 60
+    assert np.allclose(spec.eigenvalues[:60], dense_k.eigenvalues[:60], atol=1e-6)
+    assert adjusted_rand_score(truth, result.labels) >= 0.99
+    assert adjusted_rand_score(dense_result.labels, result.labels) >= 0.99
+    assert products  # the Krylov space's blocks went through the labels
+
+
+def _stages(labels):
+    _, spec, result, _ = sca.run_stages(sca.membership_operator(labels), {"seed": 0})
+    return spec, result
