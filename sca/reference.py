@@ -33,6 +33,10 @@ inside j groups, Sec. 3):
    references, ``e_j = log λ_j - mean log λ_j^ref``, drops most from λ_k
    to λ_(k+1): the Perron cluster (Definition 2.9) with each gap measured
    against the gap that data without clusters shows at the same place.
+   A cut further on, up to twice k_signal, after eigenvalues that all stand
+   above the references' mean, is taken when its drop is larger still and at least
+   :data:`BEYOND_Z` of the references' standard deviations: groups that
+   the coarse runs lump together can hold one eigenvalue below the margin.
    Within a cluster the ensemble's finer runs leave the smooth spectrum of
    a reference; between clusters the spectrum stays near 1; the cut is
    where one gives way to the other.
@@ -66,6 +70,9 @@ SETTLED_Z = 6.0
 MARGIN_Z = 2.0
 #: The least standard deviation of a reference's log-eigenvalue (a few draws can agree by chance).
 MIN_SD = 0.01
+#: A cut past the eigenvalues above the margin, after eigenvalues all above the
+#: references' mean, needs a drop this many of the references' standard deviations.
+BEYOND_Z = 5.0
 #: A drop this many of the references' standard deviations is structure even with λ2 low.
 CLIFF_Z = 10.0
 #: ... and only when λ2 ... λk stand this far above the references on average (log
@@ -263,6 +270,16 @@ def reference_k(eigenvalues, references) -> ReferenceChoice:
     beyond = k_signal < count and data[k_signal] > mean[k_signal]
     top = min(k_signal + int(beyond), drops.size)
     k = 1 + int(np.argmax(drops[1:top])) + 1
+    # further on (at most twice k_signal), a clear cut after eigenvalues that all stand
+    # above the references' mean: groups that runs at the coarse levels lump together
+    # (λ_(k_signal + 1) held down below the margin) and the finer runs cut apart
+    reach = top
+    while reach < min(drops.size, 2 * k_signal) and excess[reach] > 0:
+        reach += 1
+    if reach > top:
+        far = top + int(np.argmax(drops[top:reach]))
+        if drops[far] > drops[k - 1] and z_drops[far] >= BEYOND_Z:
+            k, top = far + 1, reach
     drop, z = float(drops[k - 1]), float(z_drops[k - 1])
     notes = [
         f"{k_signal} eigenvalue(s) of P, λ1 included, lie above what the same ensemble gives "

@@ -107,6 +107,18 @@ def test_the_rule_counts_a_clear_cliff_and_nothing_in_a_smooth_spectrum():
     assert (choice.k, choice.k_signal) == (3, 3) and choice.z > 3
 
 
+def test_a_clear_cut_past_the_margin_counts_when_the_eigenvalues_before_it_stand_above():
+    smooth = np.array([1.0, 0.85, 0.7, 0.58, 0.48, 0.4, 0.33, 0.27, 0.22, 0.18])
+    references = np.array([smooth * (1 + 0.01 * i) for i in (-1, 0, 1, 2)]).clip(max=1)
+    # λ4 above the references' mean, short of the margin; λ5 above the mean; a cliff after λ5
+    five = smooth * np.array([1, 1.2, 1.2, 1.01, 1.012, 0.5, 0.5, 0.5, 0.5, 0.5])
+    choice = reference_k(five, references)
+    assert (choice.k, choice.k_signal) == (5, 3) and choice.z >= 5
+    # the same eigenvalues with λ4 below the references' mean: the cut stays within reach
+    four_low = five * np.array([1, 1, 1, 0.97, 1, 1, 1, 1, 1, 1])
+    assert reference_k(four_low, references).k <= 3
+
+
 def test_an_explicit_k_or_another_rule_skips_the_reference():
     X = np.random.default_rng(0).uniform(size=(120, 2))
     assert sca.cluster(data=X, options={"k": 3})["k"] == 3
