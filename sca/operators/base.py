@@ -422,9 +422,10 @@ class ConsensusOperator:
         return np.sort(values)[::-1][:k_hat]
 
     def known_above(self, floor: float) -> int:
-        """How many eigenvalues of P are known to exceed ``floor`` from the work
-        already done (0 unless a Krylov space is kept: its Ritz values are lower
-        bounds of P's eigenvalues, one by one).
+        """How many eigenvalues of P are known to exceed ``floor``, from work done.
+
+        0 unless a Krylov space is kept: its Ritz values are lower bounds of
+        P's eigenvalues, one by one.
 
         Parameters
         ----------

@@ -355,16 +355,30 @@ class FactorOperator(ConsensusOperator):
         )
 
     def known_above(self, floor: float) -> int:
-        """Ritz values of the kept Krylov space above ``floor``: by Cauchy's
-        interlacing each is a lower bound of the eigenvalue of its rank."""
+        """Ritz values of the kept Krylov space above ``floor``.
+
+        By Cauchy's interlacing each is a lower bound of the eigenvalue of its rank.
+
+        Parameters
+        ----------
+        floor : float
+            The threshold.
+
+        Returns
+        -------
+        int
+            A lower bound on the number of eigenvalues above ``floor``.
+        """
         if self._lanczos is None or self._lanczos.dim == 0:
             return 0
         return int(np.sum(self._lanczos.ritz()[0] > floor))
 
     @property
     def krylov_block(self) -> int:
-        """Columns per block of the Krylov space: :data:`~sca.operators.lanczos.BLOCK`,
-        one pass over H serving them all."""
+        """Columns per block of the Krylov space (:data:`~sca.operators.lanczos.BLOCK`).
+
+        One pass over H serves them all.
+        """
         return BLOCK
 
     def _lanczos_of(self, apply) -> BlockLanczos:
