@@ -108,6 +108,22 @@ def stage_done(store: Store, job_id: str, stage: str, record: dict | None = None
         log.warning("job %s: stage event not recorded: %s", job_id, type(exc).__name__)
 
 
+def public_stage(stage: str) -> str:
+    """The stage a client sees: the ensemble's collection is the ensemble's end."""
+    return "ensemble" if stage == "ensemble_collect" else stage
+
+
+def finished_fields(stage: str, record: dict) -> dict:
+    """The fields of ``stage``'s "finished" event, from the job's record after it."""
+    public = public_stage(stage)
+    return {
+        "finished_stage": public,
+        "stage": public,
+        "state": "finished",
+        "seconds": timings(record).get(public),
+    }
+
+
 def _stage_done(store: Store, job_id: str, stage: str, record: dict | None) -> None:
     record = record if record is not None else store.get_job(job_id)
     if stage == "ensemble":
@@ -117,18 +133,8 @@ def _stage_done(store: Store, job_id: str, stage: str, record: dict | None) -> N
         if done * PROGRESS_STEPS // total != (done - 1) * PROGRESS_STEPS // total:
             emit(store, job_id, "progress", record, stage="ensemble", done=done, total=total)
         return
-    public = "ensemble" if stage == "ensemble_collect" else stage
     if record is not None:
-        emit(
-            store,
-            job_id,
-            "stage",
-            record,
-            finished_stage=public,
-            stage=public,
-            state="finished",
-            seconds=timings(record).get(public),
-        )
+        emit(store, job_id, "stage", record, **finished_fields(stage, record))
 
 
 def finished(

@@ -31,7 +31,7 @@ from sca.inputs import Scaling
 
 from . import events, inputs, metrics
 from .cleanup import release
-from .jobs import ACTIVE, jsonable, now, timings
+from .jobs import ACTIVE, jsonable, now
 from .problems import TRANSIENT, problem_for, store_full
 from .store import Store
 from .store.keys import artifact_keys
@@ -265,24 +265,16 @@ def stage_finished(
     its event in the same round trip (made from that record and the seconds,
     appended only while the job is still as running as it was).
     """
-    public_stage = "ensemble" if stage == "ensemble_collect" else stage
+    timing = f"t:{events.public_stage(stage)}"
     event = None
     if record is not None and stage in sca.pipeline.TASKS:
-        timing = f"t:{public_stage}"
         after = {**record, timing: float(record.get(timing) or 0.0) + elapsed}
-        done = events.data(
-            "stage",
-            after,
-            finished_stage=public_stage,
-            stage=public_stage,
-            state="finished",
-            seconds=timings(after).get(public_stage),
-        )
+        done = events.data("stage", after, **events.finished_fields(stage, after))
         event = ("stage", done, record["status"])
     try:
         current = store.incr_and_get(
             job_id,
-            f"t:{public_stage}",
+            timing,
             elapsed,
             *metrics.observation("stage", stage, elapsed),
             event=event,
