@@ -202,7 +202,10 @@ def open_labels(location: str, field: str = "labels"):
             import zarr  # noqa: F401
         except ImportError:
             raise SCAError(f"{where}: reading .zarr needs the zarr package", where) from None
-        array = da.from_zarr(location)
+        try:
+            array = da.from_zarr(location)
+        except (ValueError, OSError, KeyError) as error:  # zarr's "no array here" errors
+            raise SCAError(f"{where}: not a zarr array ({error})", where) from None
     elif _is_url(location):
         raise SCAError(f"{where}: at a URL only .zarr stores are read", where)
     elif os.path.isdir(location):

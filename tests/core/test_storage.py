@@ -4,6 +4,7 @@ reference inside its root, and the formats opened as Dask arrays."""
 from __future__ import annotations
 
 import os
+import sys
 
 import dask.array as da
 import numpy as np
@@ -96,15 +97,31 @@ def test_what_is_not_a_label_matrix_is_refused(root, tmp_path):
         storage.open_labels(str(root / "text.npy"))
 
 
-def test_zarr_without_its_package_is_a_clear_error(root):
-    try:
-        import zarr  # noqa: F401
-    except ImportError:
-        (root / "x.zarr").mkdir()
-        with pytest.raises(SCAError, match="zarr package"):
-            storage.open_labels(str(root / "x.zarr"))
-    else:  # pragma: no cover - only where zarr is installed
-        pytest.skip("zarr is installed")
+def test_zarr_without_its_package_is_a_clear_error(root, monkeypatch):
+    monkeypatch.setitem(sys.modules, "zarr", None)  # as if not installed: import fails
+    (root / "x.zarr").mkdir()
+    with pytest.raises(SCAError, match="zarr package"):
+        storage.open_labels(str(root / "x.zarr"))
+
+
+def test_a_zarr_store_is_clustered_as_its_labels_in_memory(root, labels):
+    pytest.importorskip("zarr")
+    da.from_array(labels, chunks=(250, -1)).to_zarr(str(root / "runs.zarr"))
+    opened = storage.open_labels(str(root / "runs.zarr"))
+    assert opened.chunks[0] == (250, 250, 100) and np.array_equal(opened.compute(), labels)
+    found = sca.run_stages(sca.membership_operator(opened))[2]
+    expected = sca.run_stages(sca.membership_operator(labels))[2]
+    assert sca.evaluate(np.asarray(found.labels), expected.labels)["ari"] == 1.0
+
+
+def test_a_zarr_store_without_an_array_is_named(root):
+    zarr = pytest.importorskip("zarr")
+    (root / "empty.zarr").mkdir()
+    zarr.open_group(str(root / "group.zarr"), mode="w")
+    for name in ("empty.zarr", "group.zarr"):
+        with pytest.raises(SCAError, match="not a zarr array") as error:
+            storage.open_labels(str(root / name))
+        assert error.value.field == "labels.path"
 
 
 def test_the_fingerprint_follows_the_files(root, labels):
