@@ -204,7 +204,8 @@ def open_labels(location: str, field: str = "labels"):
             raise SCAError(f"{where}: reading .zarr needs the zarr package", where) from None
         try:
             array = da.from_zarr(location)
-        except (ValueError, OSError, KeyError) as error:  # zarr's "no array here" errors
+        # zarr's "no array here" errors (zarr 2 raises TypeError for a group)
+        except (ValueError, OSError, KeyError, TypeError) as error:
             raise SCAError(f"{where}: not a zarr array ({error})", where) from None
     elif _is_url(location):
         raise SCAError(f"{where}: at a URL only .zarr stores are read", where)
