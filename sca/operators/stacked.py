@@ -6,7 +6,9 @@ file, :mod:`sca.storage`): the queries on a clustering too large to hold
 (the custom cluster of Sec. 5.3, an element's row of P) run on it in one
 process.  A product ``D H H^T D X`` reads every block once for ``H^T (D X)``
 (the K-sized weighted counts of each run's labels) and once more for
-``D H`` of those counts, each block memory-mapped and let go: the process
+``D H`` of those counts, each by the in-memory label operator of the block
+(:class:`~sca.operators.labels.LabelOperator`), each block memory-mapped
+and let go: the process
 holds one block's rows, the K counts and the vectors it multiplies, never
 the matrix.  :meth:`StackedOperator.row_blocks` gives one element's row of P
 block by block, so the most similar elements are found holding one block.
@@ -20,6 +22,8 @@ import numpy as np
 
 from .. import storage
 from .base import ConsensusOperator
+from .labels import LabelOperator
+from .packing import smallest_unsigned
 
 #: Rows gathered at once within a block (``rows x runs x columns`` floats).
 ROWS = 1 << 14
@@ -59,7 +63,6 @@ class StackedOperator(ConsensusOperator):
             assert top is not None
             spans = top + 1
         self.spans = np.asarray(spans, dtype=np.int64)
-        self.offsets = np.concatenate([[0], np.cumsum(self.spans)[:-1]])
 
     def _codes(self) -> Iterator[tuple[int, np.ndarray]]:
         """``(start, codes)`` for each run of :data:`ROWS` rows, in order."""
@@ -75,23 +78,21 @@ class StackedOperator(ConsensusOperator):
         for start, codes in self._codes():
             yield start, codes, storage.stack_rows(self.scale_location, start, start + len(codes))
 
-    def _index(self, codes: np.ndarray) -> np.ndarray:
-        return codes.astype(np.int64) + self.offsets
+    def _blocks(self) -> Iterator[tuple[int, LabelOperator]]:
+        """``(start, D H of those rows)`` for each run of :data:`ROWS` rows, in order:
+        the in-memory label operator's products (:class:`LabelOperator`), on one block."""
+        dtype = smallest_unsigned(int(self.spans.max()) - 1)
+        for start, codes, d in self._rows():
+            yield start, LabelOperator(codes.astype(dtype, copy=False), self.spans, d)
 
     def _product(self, X: np.ndarray) -> np.ndarray:
         flat = np.asarray(X, dtype=float).reshape(self.n, -1)
-        total = int(self.spans.sum())
-        counts = np.zeros((total, flat.shape[1]))
-        for start, codes, d in self._rows():
-            index = self._index(codes).ravel()
-            weighted = d[:, None] * flat[start : start + codes.shape[0]]
-            for c in range(flat.shape[1]):
-                counts[:, c] += np.bincount(
-                    index, np.repeat(weighted[:, c], codes.shape[1]), minlength=total
-                )
+        counts = np.zeros((int(self.spans.sum()), flat.shape[1]))
+        for start, block in self._blocks():  # (DH)^T X, summed over the blocks
+            counts += block.factor_transpose(flat[start : start + block.n])
         out = np.empty_like(flat)
-        for start, codes, d in self._rows():
-            out[start : start + codes.shape[0]] = d[:, None] * counts[self._index(codes)].sum(1)
+        for start, block in self._blocks():  # then (DH) of those counts
+            out[start : start + block.n] = block.factor(counts)
         return out.reshape(np.shape(X))
 
     def _raw_diagonal(self) -> np.ndarray:
