@@ -74,12 +74,16 @@ docs: install-test
 
 # The other Pythons' environments are made while lint and pytest run (their
 # installs are mostly waiting on disk and network); their tests run after.
+# pytest runs in PYTEST_WORKERS processes (pytest-xdist), a test file each at
+# a time; each process has its own Redis database (tests/conftest.py).
+PYTEST_WORKERS ?= 2
 test: install-test
 	@mkdir -p build; $(MAKE) --no-print-directory install-pythons >build/install-pythons.log 2>&1 & \
 	installing=$$!; status=0; \
 	$(MAKE) --no-print-directory lint && $(MAKE) --no-print-directory docs && { \
 		echo "make: running the test suite (pytest; it starts Redis and Celery workers as it needs)"; \
-		$(BIN)/python -m pytest --durations=25; } || status=1; \
+		$(BIN)/python -m pytest --numprocesses=$(PYTEST_WORKERS) --dist=loadfile --durations=25; \
+		} || status=1; \
 	wait $$installing || { status=1; echo "make: making the other Pythons' environments failed"; }; \
 	cat build/install-pythons.log; [ $$status = 0 ] && $(MAKE) --no-print-directory test-pythons
 

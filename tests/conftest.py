@@ -4,7 +4,10 @@ server for the worker and integration tests.
 ``redis_url`` uses ``REDIS_URL`` or the server on 127.0.0.1:6379 when one
 answers; otherwise it starts ``redis-server`` on a free port (no persistence)
 and stops it afterwards.  The session gets its own database index
-(``SCA_TEST_REDIS_DB``, default 13), which is flushed at the end.
+(``SCA_TEST_REDIS_DB``, default 13), which is flushed at the end; under
+pytest-xdist each worker after the first takes the index below its
+predecessor's (gw1: 12), so that one worker's Celery processes never take
+another's tasks.
 """
 
 from __future__ import annotations
@@ -26,7 +29,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "data"
-TEST_DB = int(os.environ.get("SCA_TEST_REDIS_DB", "13"))
+TEST_DB = int(os.environ.get("SCA_TEST_REDIS_DB", "13")) - int(
+    os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw")
+)
 
 # The paper's baseball consensus (data/baseball/S.csv: a header row of ids).
 BASEBALL_CSV = DATA / "baseball" / "S.csv"

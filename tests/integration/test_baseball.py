@@ -5,7 +5,20 @@ from __future__ import annotations
 import pytest
 import requests
 
-from tests.conftest import BASEBALL_BODY, BASEBALL_PAPER, BASEBALL_TEAMS, http_get, wait_for
+from tests.conftest import (
+    BASEBALL_BODY,
+    BASEBALL_IDS,
+    BASEBALL_PAPER,
+    BASEBALL_S,
+    BASEBALL_TEAMS,
+    http_get,
+    wait_for,
+)
+
+#: The paper's consensus doubled: the same P once balanced (D halves), but a
+#: matrix no other test of the session sends, so that its stages are not
+#: served from an earlier job's cache whichever tests ran before.
+DOUBLED_BODY = {"consensus": [[2 * s for s in row] for row in BASEBALL_S], "ids": BASEBALL_IDS}
 
 
 def submit(api, body):
@@ -16,7 +29,7 @@ def submit(api, body):
 
 
 def test_baseball_clusters_custom_cluster_and_cache(api, celery_worker):
-    accepted = submit(api, BASEBALL_BODY)
+    accepted = submit(api, DOUBLED_BODY)
     assert accepted["status"] == "queued"
     seen = []
     job = wait_for(http_get(api), accepted["id"], 120, interval=0.05, seen=seen)
@@ -38,12 +51,12 @@ def test_baseball_clusters_custom_cluster_and_cache(api, celery_worker):
     assert sorted(custom.json()["cluster"]) == BASEBALL_TEAMS[0]
     assert custom.json()["cluster"][0] == "Rose"
 
-    again = submit(api, BASEBALL_BODY)
+    again = submit(api, DOUBLED_BODY)
     assert again["status"] == "succeeded"  # at once, from the cache
     cached = requests.get(f"{api}/v1/jobs/{again['id']}", timeout=30).json()
     assert cached["cached"] is True and cached["result"]["clusters"] == result["clusters"]
 
-    variant = submit(api, dict(BASEBALL_BODY, options={"split": "gaps", "starts": 2}))
+    variant = submit(api, dict(DOUBLED_BODY, options={"split": "gaps", "starts": 2}))
     job = wait_for(http_get(api), variant["id"], 120, interval=0.05)
     assert job["status"] == "succeeded"
     assert set(job["timings"]) == {"iteration"}  # balanced matrix and spectrum reused

@@ -1,8 +1,10 @@
 """Slow clients against ``sca serve``: 64 connections trickling their headers in and
 64 trickling a body, held open while ``/healthz`` is polled and a job is submitted.
 The front reads requests whole before a thread sees them, so neither waits on them:
-``/healthz`` p99 stays under 100 ms, in the embedded default (under gunicorn, and in
-one process without it) and with Redis."""
+``/healthz`` p99 stays under half a second, in the embedded default (under gunicorn,
+and in one process without it) and with Redis.  A front whose threads wait on slow
+clients answers after seconds (when they time out) or not at all; half a second
+leaves room for a shared machine's scheduling without letting that through."""
 
 from __future__ import annotations
 
@@ -62,6 +64,6 @@ def test_slow_clients_do_not_starve_the_service(served):
         assert headers.closed == bodies.closed == 0  # all held open throughout
     assert None not in polled and len(polled) > 50
     p99 = float(np.percentile(polled, 99))
-    assert p99 < 0.1, f"/healthz p99 {p99 * 1000:.0f} ms with {2 * SLOW} slow clients"
+    assert p99 < 0.5, f"/healthz p99 {p99 * 1000:.0f} ms with {2 * SLOW} slow clients"
     # The half-sent requests were dropped, and the server is still well.
     assert requests.get(f"{base}/readyz", timeout=5).status_code == 200
