@@ -45,6 +45,7 @@ from .errors import SCAError
 from .operators import ConsensusOperator, FactorOperator
 from .operators.kernels import threadpools
 from .options import SPLITS, check  # noqa: F401 - SPLITS re-exported
+from .small_kmeans import SmallKMeans
 
 #: A cut whose gap is below this fraction of the spread of x_t is not a cut.
 GAP_EPS = 1e-9
@@ -171,14 +172,23 @@ class _KMeansSplit:
 
     def fit(self, sample: np.ndarray):
         """The k-means model of this step, fitted on the sampled rows."""
-        from sklearn import config_context
-        from sklearn.cluster import KMeans  # scikit-learn loads when a k-means split runs
-
         # A fresh k-means++ fit and the previous centres refined: keep the
         # better, so neither a bad first start nor a stale optimum persists.
         # Four fresh starts at first; one a step once the previous centres
         # carry the best found so far.
         fresh = 4 if self.centres is None else 1
+        if sample.shape[0] <= SmallKMeans.ROWS:
+            # A small job's few rows: scikit-learn's fixed cost per call would be
+            # most of the job; SmallKMeans is its algorithm on its random stream.
+            models = [SmallKMeans(self.k, n_init=fresh, random_state=self.seed)]
+            if self.centres is not None:
+                models.append(SmallKMeans(self.k, init=self.centres, random_state=self.seed))
+            best = min((m.fit(sample) for m in models), key=lambda m: m.inertia_)
+            self.centres = best.cluster_centers_
+            return best
+        from sklearn import config_context
+        from sklearn.cluster import KMeans  # scikit-learn loads when a k-means split runs
+
         models = [KMeans(self.k, n_init=fresh, random_state=self.seed)]
         if self.centres is not None:
             models.append(KMeans(self.k, init=self.centres, n_init=1, random_state=self.seed))
@@ -192,12 +202,15 @@ class _KMeansSplit:
         return best
 
     def __call__(self, Y: np.ndarray) -> np.ndarray | None:
-        from sklearn import config_context
-
         Y = Y.reshape(Y.shape[0], -1)
         best = self.fit(Y[self.sample])
-        with config_context(assume_finite=True, skip_parameter_validation=True):
+        if isinstance(best, SmallKMeans):
             labels = best.predict(Y)
+        else:
+            from sklearn import config_context
+
+            with config_context(assume_finite=True, skip_parameter_validation=True):
+                labels = best.predict(Y)
         if np.count_nonzero(np.bincount(labels, minlength=self.k)) < self.k:
             return None
         return canonical(labels)

@@ -20,10 +20,13 @@ A phase of small jobs (``--small-duration`` seconds; ``--small-only`` runs it
 alone, without preparing the n = 10^4 jobs) submits the paper's baseball
 consensus (a distinct multiple each time, so no job finds another's result
 cached) and follows each job's events (``GET /v1/jobs/{id}/events``, which
-ends with its terminal event) to time it end to end: first ``--small-serial``
-jobs one at a time (the latency of one small job), then ``--clients``
-threads, each submitting its next job as soon as its last one finished, for
-the rest of the phase (small jobs a second, sustained).
+ends with its terminal event) to time it end to end: after ``--clients`` jobs
+at once, untimed (the workers warm their kernels before their first task),
+first ``--small-serial`` jobs one at a time (the latency of one small job),
+then ``--clients`` threads, each submitting its next job as soon as its last
+one finished, for the rest of the phase (small jobs a second, sustained).
+Each part prints the CPU milliseconds a job of the service (API processes
+and workers), of this script and of the Redis server.
 
 A first phase sends the queries alone (the target: similar and custom-cluster
 queries on the cached n = 10^4 job), then the mix runs with submissions paced
@@ -65,7 +68,7 @@ from functools import partial
 
 import numpy as np
 from noisy_neighbours import SilentReceiver, compare, noisy_threads
-from shared import ROOT, free_port
+from shared import ROOT, cpu_seconds, free_port
 from slow_clients import SlowClients, latencies
 
 from sca.planted import planted_runs, planted_truth
@@ -164,15 +167,52 @@ def small_client(port, key, stop, stats, outcome, rng):
             outcome[result] += 1
 
 
+class CPU:
+    """CPU seconds spent since it was made: the service's (the API processes and
+    the workers, all children of this script), this script's (the clients), and
+    the Redis server's (``INFO cpu``, its other clients included when shared)."""
+
+    def __init__(self, redis_url: str | None):
+        import redis
+
+        self.redis = redis.Redis.from_url(redis_url) if redis_url else None
+        self.start = self.now()
+
+    def now(self) -> tuple[float, float, float]:
+        own = time.process_time()
+        info = self.redis.info("cpu") if self.redis is not None else {}
+        server = float(info.get("used_cpu_sys", 0)) + float(info.get("used_cpu_user", 0))
+        return cpu_seconds() - own, own, server
+
+    def line(self, jobs: int) -> str:
+        """Each part's CPU milliseconds a job, since it was made."""
+        spent = [b - a for a, b in zip(self.start, self.now())]
+        per = [f"{1000 * x / max(jobs, 1):.1f}" for x in spent]
+        return (
+            f"CPU a job (ms): service {per[0]}, load generator {per[1]}, Redis server {per[2]}; "
+            f"load average {os.getloadavg()[0]:.1f}"
+        )
+
+
 def run_small(args, port: int) -> int:
     """The small-jobs phase (see the module): one at a time, then back to back."""
     failures = 0
+    redis_url = args.redis_url if args.mode == "redis" else None
+    warming = [
+        threading.Thread(target=small_job, args=(Conn(port, KEYS[0]), Stats(), rng))
+        for rng in np.random.default_rng(99).spawn(args.clients)
+    ]
+    for thread in warming:
+        thread.start()
+    for thread in warming:
+        thread.join(120)
     stats, outcome = Stats(), defaultdict(int)
     conn, rng = Conn(port, KEYS[0]), np.random.default_rng(7)
-    start = time.monotonic()
+    start, cpu = time.monotonic(), CPU(redis_url)
     for _ in range(args.small_serial):
         outcome[small_job(conn, stats, rng)] += 1
     report(stats, time.monotonic() - start, f"{args.mode}, small jobs one at a time", outcome)
+    print(cpu.line(args.small_serial))
     failures += sum(stats.errors.values()) + sum(n for k, n in outcome.items() if k != "succeeded")
     stats, outcome, stop = Stats(), defaultdict(int), threading.Event()
     threads = [
@@ -182,7 +222,7 @@ def run_small(args, port: int) -> int:
         )
         for i in range(args.clients)
     ]
-    start = time.monotonic()
+    start, cpu = time.monotonic(), CPU(redis_url)
     for thread in threads:
         thread.start()
     time.sleep(args.small_duration)
@@ -192,6 +232,7 @@ def run_small(args, port: int) -> int:
     elapsed = time.monotonic() - start
     report(stats, elapsed, f"{args.mode}, small jobs, {args.clients} clients", outcome)
     print(f"small jobs: {outcome.get('succeeded', 0) / elapsed:.1f} /s sustained")
+    print(cpu.line(sum(outcome.values())))
     failures += sum(stats.errors.values()) + sum(n for k, n in outcome.items() if k != "succeeded")
     return failures
 

@@ -37,10 +37,17 @@ class CeleryQueue:
     def __init__(self, celery):
         self.celery = celery
 
-    def submit(self, job_id: str) -> str:
-        # Fail fast (503) when Redis is away rather than hold the request.
+    def submit(self, job_id: str, task_id: str | None = None) -> str:
+        """Send ``sca.start`` for the job, as the task ``task_id`` when given; its id."""
+        # Fail fast (503) when Redis is away rather than hold the request.  The task
+        # keeps no result (sca.start ignores it): no subscription to one either.
         result = self.celery.send_task(
-            self.START_TASK, kwargs={"job_id": job_id}, retry=True, retry_policy=self.RETRY_POLICY
+            self.START_TASK,
+            kwargs={"job_id": job_id},
+            task_id=task_id,
+            ignore_result=True,
+            retry=True,
+            retry_policy=self.RETRY_POLICY,
         )
         return result.id
 

@@ -50,10 +50,11 @@ class EmbeddedRunner:
         self.deliverer = webhooks.Deliverer(store, self.settings)
         store.on_webhook = self.deliverer.wake  # its thread starts with the first webhook
 
-    def submit(self, job_id: str) -> str:
+    def submit(self, job_id: str, task_id: str | None = None) -> str:
+        """Run the job in a thread of the pool; the id of its task (``task_id`` when given)."""
         future = self.pool.submit(self._run, job_id)
         self.futures[job_id] = future
-        return f"embedded-{job_id}"
+        return task_id or f"embedded-{job_id}"
 
     def _run(self, job_id: str) -> None:
         try:  # planning and every stage fail the job themselves

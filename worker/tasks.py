@@ -195,7 +195,7 @@ def _on_dask(store, job_id: str, steps: dict, task_id, held: list, settings) -> 
     """The job run on the Dask cluster (:mod:`sca_worker.on_dask`) when it goes there:
     True when it succeeded, False when it went no further, None when it does not go
     there (the caller runs it as any other job)."""
-    record = store.get_job(job_id)
+    record = steps.get("record")  # as planned (a cached result plans no stage)
     if record is None or not on_dask.wanted(record, steps, settings):
         return None
     if task_id:  # cancelling the job revokes this task, as for a small job

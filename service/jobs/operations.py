@@ -11,6 +11,7 @@ custom clusters run within the time budget of :mod:`.budget`.
 from __future__ import annotations
 
 import os
+import uuid
 
 import numpy as np
 from flask import current_app
@@ -125,11 +126,12 @@ def _store_and_enqueue(b, record: dict, job: JobInput, ids) -> None:
         b.store.forget_alive(job_id)
         events.finished(b.store, job_id, "succeeded", record)
     if record["status"] == "queued":
-        # Its queued event and a sign of life in one round trip, before the task exists.
+        # Its task named, its queued event and a sign of life in one round trip,
+        # before the task exists: the worker finds the record naming its task.
+        record["task_id"] = str(uuid.uuid4())
         queued = ("queued", events.data("queued", record))
-        b.store.update_and_get(job_id, {}, alive=True, event=queued)
-        task_id = b.queue.submit(job_id)
-        b.store.update_job(job_id, {"task_id": task_id})
+        b.store.update_and_get(job_id, {"task_id": record["task_id"]}, alive=True, event=queued)
+        b.queue.submit(job_id, record["task_id"])
 
 
 def adopted(job_id: str) -> dict | None:

@@ -196,7 +196,7 @@ class _Stuck:
 
     forever = threading.Event()
 
-    def submit(self, job_id):
+    def submit(self, job_id, task_id=None):
         self.forever.wait()
 
     def revoke(self, job_id, task_ids=()):

@@ -110,9 +110,9 @@ class Gate:
     def __init__(self, runner):
         self.runner, self.held = runner, []
 
-    def submit(self, job_id):
+    def submit(self, job_id, task_id=None):
         self.held.append(job_id)
-        return f"held-{job_id}"
+        return task_id or f"held-{job_id}"
 
     def release(self):
         for job_id in self.held:
@@ -132,11 +132,12 @@ class IdleQueue:
     """A queue that records submissions and never runs them (jobs stay queued)."""
 
     def __init__(self):
-        self.submitted, self.revoked = [], []
+        self.submitted, self.revoked, self.tasks = [], [], {}
 
-    def submit(self, job_id):
+    def submit(self, job_id, task_id=None):
         self.submitted.append(job_id)
-        return f"task-{job_id}"
+        self.tasks[job_id] = task_id or f"task-{job_id}"
+        return self.tasks[job_id]
 
     def revoke(self, job_id, task_ids=()):
         self.revoked.append((job_id, [t for t in task_ids if t]))

@@ -283,7 +283,7 @@ class _DeadStore:
 
 
 class _DeadQueue:
-    def submit(self, job_id):
+    def submit(self, job_id, task_id=None):
         raise redis.exceptions.ConnectionError("Connection refused")
 
     def revoke(self, *args):

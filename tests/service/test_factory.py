@@ -124,15 +124,20 @@ def test_celery_queue_sends_only_the_job_id():
 
     class FakeCelery:
         def send_task(self, name, kwargs, **options):
-            calls.append((name, kwargs))
+            calls.append((name, kwargs, options["task_id"], options["ignore_result"]))
 
             class Result:
-                id = "task-1"
+                id = options["task_id"] or "task-1"
 
             return Result()
 
     assert CeleryQueue(FakeCelery()).submit("job-1") == "task-1"
-    assert calls == [("sca.start", {"job_id": "job-1"})]
+    # the id the API chose (the record names it before the task is sent); no result kept
+    assert CeleryQueue(FakeCelery()).submit("job-2", "named") == "named"
+    assert calls == [
+        ("sca.start", {"job_id": "job-1"}, None, True),
+        ("sca.start", {"job_id": "job-2"}, "named", True),
+    ]
 
 
 @pytest.mark.parametrize(

@@ -21,6 +21,7 @@ from tests.conftest import (
     npy,
     wait_for,
 )
+from tests.service.conftest import IdleQueue
 
 
 def submit(client, body=None, **kwargs):
@@ -183,8 +184,28 @@ def test_delete_queued_job_cancels_and_revokes(idle_client, idle_queue):
     assert idle_client.get(f"/v1/jobs/{job_id}").get_json()["status"] == "queued"
     cancelled = idle_client.delete(f"/v1/jobs/{job_id}")
     assert cancelled.status_code == 200 and cancelled.get_json()["status"] == "cancelled"
-    assert idle_queue.revoked == [(job_id, [f"task-{job_id}"])]
+    # the task the API named before sending it, as the record holds it
+    assert idle_queue.revoked == [(job_id, [idle_queue.tasks[job_id]])]
     assert idle_client.delete(f"/v1/jobs/{job_id}").status_code == 204
+
+
+def test_the_record_names_its_task_before_the_task_is_sent(make_client):
+    """The API names sca.start's task and writes it with the queued event, so the
+    worker finds its own id in the record (no write after the task is sent)."""
+    seen = {}
+
+    class Recording(IdleQueue):
+        def submit(self, job_id, task_id=None):
+            seen[job_id] = (task_id, self.store.get_job(job_id).get("task_id"))
+            return super().submit(job_id, task_id)
+
+    queue = Recording()
+    client = make_client(SCA_QUEUE=queue)
+    queue.store = client.raw.application.extensions["sca"].store
+    job_id = submit(client, BASEBALL_BODY).get_json()["id"]
+    named, recorded = seen[job_id]
+    assert named and recorded == named
+    assert queue.store.get_job(job_id)["task_id"] == named
 
 
 def test_failed_job_reports_a_problem(client):
