@@ -97,7 +97,7 @@ class StochasticClustering(ClusterMixin, BaseEstimator):
         - ``"precomputed"``: S itself, ``n x n``, symmetric, nonnegative with
           a positive diagonal (a consensus or any similarity); dense or sparse.
     ensemble : list of dict, default=None
-        With ``affinity="ensemble"``: ``[{"algorithm": "kmeans" | "nmf",
+        With ``affinity="ensemble"``: ``[{"algorithm": "kmeans" | "nmf" | "single",
         "k": int or list of int, "runs": int}, ...]`` as for
         :func:`sca.ensemble_labels`.  None: :func:`default_ensemble`
         (four k-means runs at each k from 2 to about sqrt(n), within [10, 40]).
