@@ -385,7 +385,8 @@ class StochasticClustering(ClusterMixin, BaseEstimator):
 
         Each row is placed on its own, as the service's new-element queries
         place one: scaled by ``scaler_`` (never refitted), labelled by each
-        run of the fitted ensemble (nearest k-means centre; NMF coefficients)
+        run of the fitted ensemble (nearest k-means centre; NMF coefficients;
+        nearest subsample point of a single-linkage run)
         or given its ``n_neighbors`` nearest fitted elements (``"snn"``),
         which yields its consensus row s against the fitted elements and its
         self-similarity (:mod:`sca.newrows`).  The balancing's scaling d
