@@ -1,10 +1,11 @@
 """Clustering ensembles on raw data (Meyer & Wessell, Sec. 1 and Sec. 5).
 
-An ensemble spec is a list of ``{"algorithm": "kmeans" | "nmf", "k": int or
-list of ints, "runs": int}``; several items give the paper's "Combined"
-ensembles.  :func:`ensemble_plan` expands it into independent, JSON-able run
-descriptors (one seed each) so that a worker pool can fan them out;
-:func:`ensemble_run` performs one.
+An ensemble spec is a list of ``{"algorithm": "kmeans" | "nmf" | "single",
+"k": int or list of ints, "runs": int}``; several items give the paper's
+"Combined" ensembles.  ``"single"`` is single linkage on a subsample
+(:mod:`sca.density`), for groups that are not convex.  :func:`ensemble_plan`
+expands a spec into independent, JSON-able run descriptors (one seed each)
+so that a worker pool can fan them out; :func:`ensemble_run` performs one.
 
 Every run uses one BLAS and one OpenMP thread (:func:`sca.operators.kernels.single_threaded`):
 the runs, not the threads inside one run, are spread over the cores, by
@@ -19,6 +20,7 @@ import warnings
 
 import numpy as np
 
+from .density import DENSITY_ALGORITHMS, density_model, density_predict, subsample_size
 from .errors import SCAError
 from .inputs import check_data
 from .operators.kernels import single_threaded
@@ -119,8 +121,8 @@ def ensemble_plan(spec, seed: int = 0) -> list[dict]:
     Parameters
     ----------
     spec : dict or list of dict
-        The ensemble: items ``{"algorithm": "kmeans" | "nmf", "k": int or list
-        of ints, "runs": int}``; several items give the paper's "Combined"
+        The ensemble: items ``{"algorithm": "kmeans" | "nmf" | "single", "k":
+        int or list of ints, "runs": int}``; several items give the paper's "Combined"
         ensembles (Sec. 5).
     seed : int, default 0
         Seeds the runs' seeds (``numpy.random.SeedSequence``).
@@ -170,6 +172,8 @@ def ensemble_run(X, run: dict) -> np.ndarray:
     ``kmeans``: scikit-learn ``KMeans`` with one k-means++ initialisation.
     ``nmf``: Lee & Seung multiplicative updates (``NMF(solver="mu",
     init="random")``); an element's cluster is the argmax of its coefficients.
+    ``single``: single linkage cut at k clusters on a subsample, every row in
+    its nearest subsample point's cluster (:func:`sca.density.density_model`).
 
     Parameters
     ----------
@@ -223,8 +227,9 @@ def ensemble_model(X, run: dict) -> tuple[np.ndarray, np.ndarray]:
     -------
     labels : ndarray of int32, shape (n,)
         The run's labels.
-    model : ndarray of shape (k, m)
-        The k-means centres or NMF's components.
+    model : ndarray of shape (K, m)
+        The k-means centres, NMF's components, or a single-linkage run's
+        subsample cluster by cluster (:func:`sca.density.density_model`).
 
     Raises
     ------
@@ -257,6 +262,8 @@ def ensemble_model(X, run: dict) -> tuple[np.ndarray, np.ndarray]:
             model = KMeans(n_clusters=k, n_init=1, random_state=seed, copy_x=False)
             centres = model.fit(X[rows]).cluster_centers_
             return pairwise_distances_argmin(X, centres).astype(np.int32), centres
+        if run["algorithm"] in DENSITY_ALGORITHMS:
+            return density_model(X, k, seed)
         if run["algorithm"] == "nmf":
             model = NMF(
                 n_components=k, solver="mu", init="random", random_state=seed, max_iter=NMF_MAX_ITER
@@ -269,8 +276,10 @@ def ensemble_model(X, run: dict) -> tuple[np.ndarray, np.ndarray]:
 def ensemble_predict(models: np.ndarray, groups: np.ndarray, algorithms, X) -> np.ndarray:
     """Labels of new rows ``X`` in each run of an ensemble.
 
-    A k-means run labels a row by its nearest centre; an NMF run solves for the
-    row's coefficients with the components fixed and takes their argmax.  With
+    A k-means run labels a row by its nearest centre, a single-linkage run by
+    its nearest subsample point's cluster (:func:`sca.density.density_predict`);
+    an NMF run solves for the row's coefficients with the components fixed and
+    takes their argmax.  With
     the components fixed, NMF's objective ``||x - w H||`` is a nonnegative least
     squares problem in w, solved exactly (``scipy.optimize.nnls``): the point
     multiplicative updates (``non_negative_factorization(update_H=False)``)
@@ -283,7 +292,7 @@ def ensemble_predict(models: np.ndarray, groups: np.ndarray, algorithms, X) -> n
     groups : ndarray of int, shape (r + 1,)
         Run j owns rows ``groups[j]:groups[j+1]`` of ``models``.
     algorithms : sequence of str
-        ``algorithms[j]`` is run j's algorithm (``"kmeans"`` or ``"nmf"``).
+        ``algorithms[j]`` is run j's algorithm (one of :data:`sca.options.ALGORITHMS`).
     X : array_like of shape (q, m)
         The new rows.
 
@@ -305,6 +314,8 @@ def ensemble_predict(models: np.ndarray, groups: np.ndarray, algorithms, X) -> n
         model = models[groups[j] : groups[j + 1]]
         if str(algorithm) == "kmeans":
             labels[:, j] = pairwise_distances_argmin(X, model)
+        elif str(algorithm) in DENSITY_ALGORITHMS:
+            labels[:, j] = density_predict(model, X)
         else:
             W = np.array([nnls(model.T, x)[0] for x in X]).reshape(X.shape[0], -1)
             labels[:, j] = np.argmax(W, axis=1)
@@ -313,9 +324,12 @@ def ensemble_predict(models: np.ndarray, groups: np.ndarray, algorithms, X) -> n
 
 def ensemble_work(X, plan: list[dict]) -> float:
     """The plan's work on X, for :func:`sca.pool.spread`: rows x columns x the
-    sum of the runs' k (a k-means iteration's multiply-adds; NMF's alike)."""
+    sum of the runs' k (a k-means iteration's multiply-adds; NMF's alike), and
+    a single-linkage run's subsample size squared x columns."""
     rows = min(X.shape[0], KMEANS_SUBSAMPLE)
-    return float(rows) * X.shape[1] * sum(run["k"] for run in plan)
+    centred = sum(run["k"] for run in plan if run["algorithm"] not in DENSITY_ALGORITHMS)
+    linked = sum(run["algorithm"] in DENSITY_ALGORITHMS for run in plan)
+    return float(X.shape[1]) * (rows * centred + linked * subsample_size(X.shape[0]) ** 2)
 
 
 def _fit_runs(X, plan: list[dict], n_jobs: int | None, progress) -> list[tuple]:
@@ -356,8 +370,8 @@ def ensemble_labels(X, spec, seed: int = 0, progress=None, n_jobs: int | None = 
     X : array_like of shape (n, m)
         The raw data, one row per element.
     spec : dict or list of dict
-        The ensemble: items ``{"algorithm": "kmeans" | "nmf", "k": int or list
-        of ints, "runs": int}``; several items give the paper's "Combined"
+        The ensemble: items ``{"algorithm": "kmeans" | "nmf" | "single", "k":
+        int or list of ints, "runs": int}``; several items give the paper's "Combined"
         ensembles (Sec. 5).
     seed : int, default 0
         Seeds the runs (:func:`ensemble_plan`).
@@ -414,8 +428,8 @@ def ensemble_fit(X, spec, seed: int = 0, progress=None, n_jobs: int | None = Non
     X : array_like of shape (n, m)
         The raw data, one row per element.
     spec : dict or list of dict
-        The ensemble: items ``{"algorithm": "kmeans" | "nmf", "k": int or list
-        of ints, "runs": int}``; several items give the paper's "Combined"
+        The ensemble: items ``{"algorithm": "kmeans" | "nmf" | "single", "k":
+        int or list of ints, "runs": int}``; several items give the paper's "Combined"
         ensembles (Sec. 5).
     seed : int, default 0
         Seeds the runs (:func:`ensemble_plan`).

@@ -97,7 +97,7 @@ class StochasticClustering(ClusterMixin, BaseEstimator):
         - ``"precomputed"``: S itself, ``n x n``, symmetric, nonnegative with
           a positive diagonal (a consensus or any similarity); dense or sparse.
     ensemble : list of dict, default=None
-        With ``affinity="ensemble"``: ``[{"algorithm": "kmeans" | "nmf",
+        With ``affinity="ensemble"``: ``[{"algorithm": "kmeans" | "nmf" | "single",
         "k": int or list of int, "runs": int}, ...]`` as for
         :func:`sca.ensemble_labels`.  None: :func:`default_ensemble`
         (four k-means runs at each k from 2 to about sqrt(n), within [10, 40]).
@@ -385,7 +385,8 @@ class StochasticClustering(ClusterMixin, BaseEstimator):
 
         Each row is placed on its own, as the service's new-element queries
         place one: scaled by ``scaler_`` (never refitted), labelled by each
-        run of the fitted ensemble (nearest k-means centre; NMF coefficients)
+        run of the fitted ensemble (nearest k-means centre; NMF coefficients;
+        nearest subsample point of a single-linkage run)
         or given its ``n_neighbors`` nearest fitted elements (``"snn"``),
         which yields its consensus row s against the fitted elements and its
         self-similarity (:mod:`sca.newrows`).  The balancing's scaling d

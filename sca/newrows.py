@@ -78,7 +78,8 @@ def ensemble_state(labels, models, groups, algorithms) -> dict[str, np.ndarray]:
     labels : array_like of int, shape (n, r)
         The runs' labels of the job's elements.
     models : array_like of shape (K, m)
-        The runs' models stacked (k-means centres, NMF components).
+        The runs' models stacked (k-means centres, NMF components,
+        single-linkage subsamples: :func:`sca.ensemble.ensemble_model`).
     groups : array_like of int, shape (r + 1,)
         Run j owns rows ``groups[j]:groups[j+1]`` of ``models``.
     algorithms : sequence of str

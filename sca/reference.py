@@ -96,9 +96,10 @@ EXTRA = 6
 
 
 def reference_applies(ensemble) -> bool:
-    """Whether reference data can run through ``ensemble``: k-means runs only
-    (NMF needs nonnegative data, which a Gaussian reference is not)."""
-    return all(algorithm == "kmeans" for algorithm, _, _ in ensemble_items(ensemble))
+    """Whether reference data can run through ``ensemble``: no NMF runs (NMF
+    needs nonnegative data, which a Gaussian reference is not); k-means and
+    single-linkage runs take any rows."""
+    return all(algorithm != "nmf" for algorithm, _, _ in ensemble_items(ensemble))
 
 
 def reference_count(ensemble, n: int) -> int:

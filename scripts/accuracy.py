@@ -52,6 +52,8 @@ BLAS and OpenMP run on one thread throughout.
     python scripts/accuracy.py --part raw --quick       # seed 0, every raw case
     python scripts/accuracy.py --part labels --quick    # n <= 4,000 and seed 0
     python scripts/accuracy.py --part raw --markdown    # summary table for the README
+    python scripts/accuracy.py --part raw --case moons --case circles --ensemble single:2,3,4,5x8
+    python scripts/accuracy.py --part raw --quick --ensemble single:2,3,4,5x4 --beside-default
 """
 
 from __future__ import annotations
@@ -68,6 +70,8 @@ from sklearn.metrics import adjusted_rand_score
 from threadpoolctl import threadpool_limits
 
 import sca
+from sca.cli import parse_ensemble
+from sca.ensemble import default_ensemble
 from sca.planted import planted_runs, planted_truth
 
 NO_STRUCTURE, WEAK, PLANTED, DATA_SETS = "no structure", "weak", "planted", "data"
@@ -251,7 +255,33 @@ def main(argv=None) -> int:
         help="label runs: also run the stages on the sparse H of the same runs; column "
         "'same H' is 1 when k and the clusters are identical",
     )
+    parser.add_argument(
+        "--ensemble",
+        action="append",
+        type=parse_ensemble,
+        metavar="ALGO:KxRUNS",
+        help="raw data: sca's ensemble instead of the default, as for 'sca cluster' (repeatable)",
+    )
+    parser.add_argument(
+        "--case",
+        action="append",
+        default=[],
+        metavar="TEXT",
+        help="raw data: only the cases whose name contains TEXT (repeatable)",
+    )
+    parser.add_argument(
+        "--beside-default",
+        action="store_true",
+        help="raw data: --ensemble's runs are added to the default ensemble",
+    )
     args = parser.parse_args(argv)
+    ensemble = args.ensemble
+    if args.beside_default and args.ensemble:
+
+        def ensemble(n: int) -> list[dict]:
+            return default_ensemble(n) + args.ensemble
+
+        ensemble.__doc__ = f"the default and {args.ensemble}"
     # the machine is shared and the timings compare methods, not thread pools
     with threadpool_limits(1):
         if args.part in ("labels", "all"):
@@ -260,7 +290,7 @@ def main(argv=None) -> int:
             if args.part == "all":
                 print()
             t = time.perf_counter()
-            accuracy_raw.run(args.quick, args.seeds, args.markdown)
+            accuracy_raw.run(args.quick, args.seeds, args.markdown, ensemble, args.case)
             print(f"raw part: {time.perf_counter() - t:.0f} s")
     return 0
 

@@ -10,7 +10,7 @@ RULES = ("noise", "gap", "perron")
 #: How x_t is split into clusters (:mod:`sca.iteration`).
 SPLITS = ("kmeans", "gaps")
 #: Ensemble algorithms on raw data (:mod:`sca.ensemble`).
-ALGORITHMS = ("kmeans", "nmf")
+ALGORITHMS = ("kmeans", "nmf", "single")
 #: How raw data's columns are scaled before the ensemble or SNN (:func:`sca.inputs.fit_scaling`).
 SCALINGS = ("standard", "none")
 #: scikit-learn's neighbour metrics that need no extra parameters and take rows of

@@ -241,3 +241,21 @@ def test_persist_appends_label_runs(client):
     # Placed before, clustered with the others after: the same partition of the ten.
     after = np.array(job["result"]["labels"][50:])
     assert adjusted_rand_score(after, placed) == 1.0
+
+
+def test_single_linkage_runs_place_new_rows_on_their_moon(client):
+    from sklearn.datasets import make_moons
+
+    X, moon = make_moons(200, noise=0.05, random_state=0)
+    ensemble = [{"algorithm": "single", "k": [2, 3, 4, 5], "runs": 8}]
+    job_id = finished_job(client, {"data": X.tolist(), "ensemble": ensemble})
+    result = client.get(f"/v1/jobs/{job_id}").get_json()["result"]
+    labels = np.array(result["labels"])
+    assert result["k"] == 2 and adjusted_rand_score(moon, labels) == 1.0
+    rows = [0, 50, 100, 150]
+    out = client.post(
+        f"/v1/jobs/{job_id}/queries",
+        json={"elements": [{"data": (X[i] + 0.01).tolist()} for i in rows]},
+    )
+    assert out.status_code == 200, out.get_data(as_text=True)
+    assert [e["cluster"] for e in out.get_json()["elements"]] == labels[rows].tolist()

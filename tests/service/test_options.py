@@ -111,3 +111,8 @@ def test_the_spec_s_input_kinds_are_the_registry_s():
     schemas = load_spec()["components"]["schemas"]
     assert schemas["JobUpload"]["properties"]["input"]["enum"] == list(registry.INPUT_NAMES)
     assert set(registry.INPUT_NAMES) <= set(schemas["JobRequest"]["properties"])
+
+
+def test_the_spec_s_ensemble_algorithms_are_the_registry_s():
+    item = load_spec()["components"]["schemas"]["EnsembleItem"]
+    assert item["properties"]["algorithm"]["enum"] == list(registry.ALGORITHMS)
