@@ -51,7 +51,7 @@ from .components import Components, affordable, nontrivial_eigenvalues
 from .errors import SCAError
 from .null import ZERO, NoiseFloor, noise_floor
 from .operators import ConsensusOperator
-from .operators.kernels import one_blas_thread, single_threaded
+from .operators.threads import one_blas_thread, single_threaded
 from .options import OPTIONS, RULES, validate  # noqa: F401 - RULES re-exported
 from .reference import reference_k
 

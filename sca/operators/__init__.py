@@ -10,7 +10,8 @@ Every stage talks to S only through :class:`ConsensusOperator`
 * :mod:`~sca.operators.labels` -- :class:`LabelOperator`, H read off the label
   runs, packed into combined codes (:mod:`~sca.operators.packing`) that the
   row-block kernels (:mod:`~sca.operators.kernels`, numba loops in
-  :mod:`~sca.operators.compiled`) count and gather;
+  :mod:`~sca.operators.compiled`, their threads :mod:`~sca.operators.threads`)
+  count and gather;
 * :mod:`~sca.operators.chunked` -- :class:`ChunkedLabelOperator`, the same on
   a Dask label matrix, every vector over the elements kept on the cluster;
 * :mod:`~sca.operators.stacked` -- :class:`StackedOperator`, P of a label
@@ -18,7 +19,7 @@ Every stage talks to S only through :class:`ConsensusOperator`
 * :mod:`~sca.operators.state` -- an operator as plain arrays, and back.
 
 The modules import one another in that order only (base; dense, sparse,
-factored; packing, kernels; labels; chunked; stacked; state).
+factored; packing, threads, kernels; labels; chunked; stacked; state).
 """
 
 from .base import ConsensusOperator

@@ -243,7 +243,7 @@ class LabelOperator(FactorOperator):
     @property
     def threaded_kernels(self) -> bool:
         """Whether products run the compiled kernels on threads (see
-        :func:`sca.operators.kernels.one_blas_thread`)."""
+        :func:`sca.operators.threads.one_blas_thread`)."""
         return not self.chunked and self.n >= kernels.COMPILED_MIN_ROWS
 
     # -- the operator ----------------------------------------------------------
