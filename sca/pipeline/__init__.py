@@ -3,6 +3,7 @@
 The command line, the estimator and the service's worker all run the table
 of stages of :mod:`sca.pipeline.stages` and shape their answers with
 :mod:`sca.pipeline.results`, so their results have the same shape.
+:mod:`sca.pipeline.runs` walks them end to end;
 :mod:`sca.pipeline.source` reaches the consensus operator from the input;
 :mod:`sca.pipeline.paged` shapes the result of a chunked operator without
 listing its elements.
@@ -25,6 +26,7 @@ from .results import (
     timed,
     with_ids,
 )
+from .runs import cluster, clustering, prepare, run_stages
 from .source import RawData, build_operator, data_source, null_reference
 from .stages import (
     DEFAULTS,
@@ -32,13 +34,9 @@ from .stages import (
     STAGES,
     TASKS,
     Stage,
-    cluster,
-    clustering,
     iteration,
     iteration_dict,
     parts,
-    prepare,
-    run_stages,
     walk,
 )
 
