@@ -13,7 +13,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 from .. import options as registry
-from .results import check_ids, with_ids
+from .ids import check_ids, with_ids
+from .results import rounded
 from .source import RawData, build_operator
 from .stages import walk
 
@@ -126,7 +127,7 @@ def clustering(
     if ids is not None:
         result["ids"] = list(ids)
     if timings is not None:
-        result["timings"] = {stage: round(sec, 6) for stage, sec in timings.items()}
+        result["timings"] = rounded(timings)
     done["result"] = result
     return done
 
