@@ -18,7 +18,7 @@ Every stage talks to S only through :class:`ConsensusOperator`
   matrix and balancing vector on disk, read a block at a time (queries);
 * :mod:`~sca.operators.state` -- an operator as plain arrays, and back.
 
-The modules import one another in that order only (base; dense, sparse,
+The modules import one another in that order only (eigen, reads; base; dense, sparse,
 factored; packing, threads, kernels; labels; chunked; stacked; state).
 """
 

@@ -16,7 +16,8 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse import csgraph
 
-from .base import DENSE_SPECTRUM_MAX_N, ConsensusOperator
+from .base import ConsensusOperator
+from .eigen import DENSE_SPECTRUM_MAX_N
 from .lanczos import BLOCK, BlockLanczos
 
 #: Largest K for which the K x K Gram matrix of a factored operator is formed.

@@ -21,7 +21,7 @@ import scipy.sparse as sp
 from scipy.sparse import csgraph
 
 from . import kernels
-from .base import SANDWICH_ENTRIES, ConsensusOperator
+from .base import ConsensusOperator
 from .factored import GRAM_MAX_K, FactorOperator
 from .lanczos import BLOCK
 from .packing import (
@@ -34,6 +34,7 @@ from .packing import (
     marginals,
     smallest_unsigned,
 )
+from .reads import SANDWICH_ENTRIES
 
 #: The one-column products read wider groups (runs of five labels: five runs,
 #: 3125 codes), row by row: fewer, less conflicting updates for a table that
