@@ -22,7 +22,8 @@ from scipy.sparse import csgraph
 
 from . import kernels
 from .base import ConsensusOperator
-from .factored import GRAM_MAX_K, FactorOperator
+from .factored import FactorOperator
+from .gram import GRAM_MAX_K
 from .lanczos import BLOCK
 from .packing import (
     PACKED_CODES,
