@@ -19,14 +19,15 @@ Every stage talks to S only through :class:`ConsensusOperator`
 * :mod:`~sca.operators.state` -- an operator as plain arrays, and back.
 
 The modules import one another in that order only (eigen, reads; base; dense, sparse,
-factored; packing, threads, kernels; labels; chunked; stacked; state).
+factored; packing, threads, kernels, codes; labels; chunked; stacked; state).
 """
 
 from .base import ConsensusOperator
 from .chunked import ChunkedLabelOperator, chunked_label_operator
+from .codes import is_dask, label_spans
 from .dense import DenseOperator
 from .factored import FactoredOperator, FactorOperator
-from .labels import LabelOperator, is_dask, label_operator, label_spans
+from .labels import LabelOperator, label_operator
 from .sparse import SparseOperator
 from .stacked import StackedOperator
 from .state import operator_from_state, operator_state
