@@ -24,7 +24,29 @@ from contextlib import contextmanager
 import numpy as np
 
 from ..diagnostics import confidence, uncoupling_measure
-from .ids import with_ids
+from .answers import custom_dict, custom_result, similar_dict
+from .ids import MAX_ID_BYTES, check_id, check_ids, namer, resolve_element, with_ids
+
+# The answers and the ids were imported from here before they had modules of their own.
+__all__ = [
+    "MAX_ID_BYTES",
+    "balance_dict",
+    "check_id",
+    "check_ids",
+    "custom_dict",
+    "custom_result",
+    "diagnosed",
+    "namer",
+    "resolve_element",
+    "result_dict",
+    "rounded",
+    "similar_dict",
+    "spectrum_dict",
+    "spectrum_fields",
+    "summary",
+    "timed",
+    "with_ids",
+]
 
 
 @contextmanager
