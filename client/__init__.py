@@ -7,8 +7,9 @@ Examples
 >>> job = Client("http://127.0.0.1:8000").submit(consensus=S)      # doctest: +SKIP
 >>> job.wait(progress=True)["result"]["clusters"]                  # doctest: +SKIP
 
-:mod:`sca_client.client` holds :class:`Client` (its queries on a finished
-job in :mod:`sca_client.queries`), :mod:`sca_client.job` :class:`Job`,
+:mod:`sca_client.client` holds :class:`Client` (its calls on jobs in
+:mod:`sca_client.calls`, its queries on a finished job in
+:mod:`sca_client.queries`), :mod:`sca_client.job` :class:`Job`,
 :mod:`sca_client.errors` the typed errors of problem+json answers,
 :mod:`sca_client.events` the job's event stream, :mod:`sca_client.submit` and
 :mod:`sca_client.query` the commands, which the core's command line finds

@@ -1,8 +1,9 @@
 """The queries on a finished job and its elements, as methods of :class:`sca_client.Client`.
 
-:class:`ElementQueries` holds them apart from submitting and following jobs
-(:mod:`sca_client.client`): custom clusters (Sec. 4.2), the most similar
-elements, new elements placed into the job, and its plots.
+:class:`ElementQueries` holds them apart from submitting
+(:mod:`sca_client.client`) and following jobs (:mod:`sca_client.calls`):
+custom clusters (Sec. 4.2), the most similar elements, new elements placed
+into the job, and its plots.
 """
 
 from __future__ import annotations

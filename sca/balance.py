@@ -25,7 +25,7 @@ import numpy as np
 
 from .errors import BalancingError, SCAError
 from .operators import ConsensusOperator
-from .operators.kernels import one_blas_thread
+from .operators.threads import one_blas_thread
 from .options import OPTIONS
 
 DEFAULT_TOL = OPTIONS["tol"].default

@@ -25,7 +25,7 @@ from .iteration import (
     solutions_of,
 )
 from .operators import ChunkedLabelOperator, ConsensusOperator
-from .operators.kernels import one_blas_thread
+from .operators.threads import one_blas_thread
 from .options import OPTIONS
 
 DEFAULT_STABLE = OPTIONS["stable"].default

@@ -19,7 +19,7 @@ from .errors import DeadlineExceeded, IterationError, SCAError
 from .inputs import check_data
 from .iteration import evolve
 from .operators import ConsensusOperator
-from .operators.kernels import one_blas_thread
+from .operators.threads import one_blas_thread
 from .options import NEIGHBOUR_METHODS as METHODS
 from .options import validate
 

@@ -39,6 +39,9 @@ Three rules for k from the eigenvalues ``1 = λ1 >= λ2 >= ... >= λ_k̂``:
     low rank (fewer clusters over all runs than elements) are never read.
 
 An explicit k (1 <= k <= n) is always honoured.
+
+How many eigenvalues are computed, and how k̂ grows, is :mod:`sca.khat`; the
+Perron cluster and the gap rules are :mod:`sca.perron`.
 """
 
 from __future__ import annotations
@@ -47,20 +50,21 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .components import Components, affordable, nontrivial_eigenvalues
-from .errors import SCAError
+from .components import Components
+from .khat import (
+    DEFAULT_K_HAT,
+    MAX_K_HAT,
+    components_note,
+    grown_eigenvalues,
+    split_eigenvalues,
+)
 from .null import ZERO, NoiseFloor, noise_floor
 from .operators import ConsensusOperator
-from .operators.kernels import one_blas_thread, single_threaded
+from .operators.threads import one_blas_thread, single_threaded
 from .options import OPTIONS, RULES, validate  # noqa: F401 - RULES re-exported
+from .perron import k_candidates, largest_gap_k, perron_cluster
 from .reference import reference_k
 
-#: Eigenvalues computed first when not all of them are cheap (the noise rule grows from here).
-DEFAULT_K_HAT = 20
-#: The noise rule grows k̂ no further than this (and never past n).
-MAX_K_HAT = 1000
-#: Eigenvalues past k̂ looked at before k̂ is doubled (two: the candidates read one past k).
-PROBE = 2
 DEFAULT_RULE = OPTIONS["rule"].default
 #: Below this n a null draw is too coarse (at n = 3 every rearrangement of S is the same
 #: matrix; at n = 6 the paper's baseball consensus is within the null's spread).
@@ -136,90 +140,6 @@ class SpectrumResult:
     def structure(self) -> bool | None:
         """Whether more than one eigenvalue is above its floor (None without a floor)."""
         return None if self.k_signal is None else self.k_signal > 1
-
-
-def perron_cluster(eigenvalues) -> int:
-    """Size of the Perron cluster (Definition 2.9), ties to the smallest k.
-
-    The Perron cluster ends at the largest gap ``λ_k - λ_{k+1}`` over all
-    consecutive pairs of eigenvalues.
-
-    Parameters
-    ----------
-    eigenvalues : array_like of float
-        Eigenvalues of P, descending; at least two.
-
-    Returns
-    -------
-    int
-        The number of eigenvalues in the Perron cluster, k.
-
-    Raises
-    ------
-    SCAError
-        With ``field="options.k_hat"`` when fewer than two eigenvalues are given.
-
-    See Also
-    --------
-    largest_gap_k : The largest gap from ``min_k`` on.
-    spectrum : Chooses k by a rule, ``"perron"`` among them.
-
-    References
-    ----------
-    .. [1] C. D. Meyer and C. D. Wessell, Stochastic Data Clustering, Sec. 2.4,
-       Definition 2.9.
-
-    Examples
-    --------
-    >>> perron_cluster([1.0, 0.8670, 0.2078, 0.1095, 0.0598, 0.0254])
-    2
-    """
-    values = np.asarray(eigenvalues, dtype=float)
-    if values.size < 2:
-        raise SCAError("the Perron cluster needs at least two eigenvalues", "options.k_hat")
-    return int(np.argmax(values[:-1] - values[1:])) + 1
-
-
-def largest_gap_k(eigenvalues, min_k: int = 2, max_k: int | None = None) -> int:
-    """The k maximising ``λ_k - λ_{k+1}`` over ``min_k <= k <= max_k``, ties to the smallest.
-
-    Gaps into eigenvalues that are zero (S of low rank) are not candidates.
-
-    Parameters
-    ----------
-    eigenvalues : array_like of float
-        Eigenvalues of P, descending.
-    min_k : int, default 2
-        The smallest k considered (2: the gap after λ1 is not a candidate).
-    max_k : int, optional
-        The largest k considered; default: as many as the eigenvalues allow.
-
-    Returns
-    -------
-    int
-        The chosen k.
-
-    Raises
-    ------
-    SCAError
-        With ``field="options.k_hat"`` when too few eigenvalues (above zero)
-        are given to choose k in ``[min_k, max_k]``.
-
-    See Also
-    --------
-    perron_cluster : The largest gap over all consecutive pairs.
-    """
-    values = np.asarray(eigenvalues, dtype=float)
-    top = values.size - 1 if max_k is None else min(int(max_k), values.size - 1)
-    nonzero = int(np.sum(values > ZERO))
-    top = min(top, max(nonzero - 1, min_k))
-    if top < min_k:
-        raise SCAError(
-            f"need more than {min_k} eigenvalues to choose k in [{min_k}, {max_k}]; raise k_hat",
-            "options.k_hat",
-        )
-    gaps = values[min_k - 1 : top] - values[min_k : top + 1]
-    return int(np.argmax(gaps)) + min_k
 
 
 def check_spectrum_options(
@@ -323,10 +243,10 @@ def spectrum(
     parts = None if P.full_spectrum_cheap else Components.of(P)
     lowest = None if null is None else null.floors[-1]
     if parts is not None and parts.count > 1:
-        values, capped, budget = _split_eigenvalues(P, parts, fixed, lowest, max_k_hat)
-        notes.append(_components_note(parts))
+        values, capped, budget = split_eigenvalues(P, parts, fixed, lowest, max_k_hat)
+        notes.append(components_note(parts))
     else:
-        values, capped, budget = _eigenvalues(P, fixed, lowest, max_k_hat)
+        values, capped, budget = grown_eigenvalues(P, fixed, lowest, max_k_hat)
     ones = 1 if parts is None else parts.count
     # a component's 1 is an uncoupled block (Theorem 2.8), signal whatever the floor
     k_signal = None if null is None else null.signal(np.r_[np.full(ones, np.inf), values[ones:]])
@@ -349,7 +269,7 @@ def spectrum(
         if rule == "noise":
             assert k_signal is not None  # the noise rule always has its null
             k = int(np.clip(k_signal, min_k or 1, max_k or n))
-            candidates = _candidates(values, k_signal, min_k or 1, max_k or n, ones)
+            candidates = k_candidates(values, k_signal, min_k or 1, max_k or n, ones)
         elif rule == "perron":
             k = perron_cluster(values)
         else:
@@ -414,96 +334,4 @@ def _against_reference(P, reference, k, k_hat, min_k, max_k, known=None) -> Spec
         False,
         tuple(notes),
         floors=choice.floors,
-    )
-
-
-def _candidates(values: np.ndarray, k_signal: int, low: int, high: int, ones: int = 1) -> tuple:
-    """The values of k worth an iteration each when the floor leaves the cut in doubt
-    (``ones``: eigenvalues 1 counted from S's components, no gap among them)."""
-    if k_signal < 2:
-        return ()
-    found = {k_signal}
-    if k_signal > max(2, ones):
-        found.add(largest_gap_k(values, max(2, ones), k_signal))
-    if k_signal + 1 < values.size and (
-        values[k_signal - 1] - values[k_signal] < values[k_signal] - values[k_signal + 1]
-    ):
-        found.add(k_signal + 1)
-    found = {int(np.clip(k, low, high)) for k in found}
-    return tuple(sorted(found)) if len(found) > 1 else ()
-
-
-def _eigenvalues(
-    P: ConsensusOperator, k_hat: int | None, floor: float | None, max_k_hat: int
-) -> tuple[np.ndarray, bool, int | None]:
-    """P's largest eigenvalues: k_hat of them, all when cheap, or grown to the floor;
-    whether k̂ stopped at its cap above the floor, and the budget when it set the cap."""
-    limit = P.n if P.full_spectrum_cheap else affordable(P.n)
-    if k_hat is not None:
-        return P.eigenvalues(min(k_hat, limit)), False, (limit if k_hat > limit else None)
-    if P.full_spectrum_cheap:
-        # past the rank only zeros: one of them, not n - rank (an n-vector)
-        values = P.eigenvalues(min(P.n, P.rank_bound + 1))
-        # the zeros past the rank of S (label runs) say nothing: keep one
-        return values[: max(2, min(values.size, int(np.sum(values > ZERO)) + 1))], False, None
-    wanted = min(max(int(max_k_hat), DEFAULT_K_HAT), P.n)
-    k_hat, cap = min(DEFAULT_K_HAT, P.n, limit), min(wanted, limit)
-    while True:
-        # k̂ eigenvalues and a look just past the last, in one solve (an iterative
-        # solver restarts from scratch for each): the signal often ends there, and
-        # the bulk beyond it (many near-equal eigenvalues) is what a doubled k̂ pays most for
-        values = P.eigenvalues(k_hat if floor is None else min(k_hat + PROBE, cap), floor=floor)
-        if floor is None or values[min(k_hat, values.size) - 1] <= floor:
-            return values[:k_hat], False, None
-        if k_hat >= cap:
-            return values[:k_hat], True, (limit if wanted > limit else None)
-        if values[-1] <= floor:
-            return values, False, None
-        if values.size >= cap:
-            return values, True, (limit if wanted > limit else None)
-        # a kept Krylov space may already show more above the floor: straight to them
-        known = P.known_above(floor)
-        k_hat = min(known if known > values.size else 2 * k_hat, cap)
-
-
-def _split_eigenvalues(
-    P: ConsensusOperator,
-    parts: Components,
-    k_hat: int | None,
-    floor: float | None,
-    max_k_hat: int,
-) -> tuple[np.ndarray, bool, int | None]:
-    """:func:`_eigenvalues` of a disconnected S: its components' 1s counted, the rest
-    computed (:mod:`sca.components`)."""
-    ones = np.ones(parts.count if k_hat is None else min(parts.count, k_hat))
-    total = parts.nontrivial
-
-    def listed(count: int) -> np.ndarray:
-        return np.concatenate([ones, nontrivial_eigenvalues(P, parts, count)])
-
-    if k_hat is not None:
-        values = listed(k_hat - ones.size)
-        return values, False, (values.size if values.size < k_hat else None)
-    if floor is None:
-        return listed(max(DEFAULT_K_HAT - ones.size, 1)), False, None
-    cap = min(max(int(max_k_hat), DEFAULT_K_HAT), total)
-    count = min(DEFAULT_K_HAT, cap)
-    while True:
-        values = listed(count)
-        rest = values[ones.size :]
-        if rest.size == 0 or rest[-1] <= floor or rest.size >= total:
-            return values, False, None
-        if rest.size < count:  # the budget, not the spectrum, ended the list
-            return values, True, int(rest.size)
-        if count >= cap:
-            return values, True, None
-        count = min(2 * count, cap)
-
-
-def _components_note(parts: Components) -> str:
-    single = parts.singletons
-    alone = f", {single} of them single elements" if single else ""
-    return (
-        f"S has {parts.count} connected components{alone}: as many eigenvalues 1, "
-        "counted from the components, not computed"
     )

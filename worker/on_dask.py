@@ -61,6 +61,8 @@ log = logging.getLogger(__name__)
 BLOCK_ROWS = 1 << 18
 #: Seconds between two looks of the watcher at the job and the client.
 WATCH_INTERVAL = 0.25
+#: The folder of a referenced job's written labels beside its input (no results root).
+RESULTS = "sca-results"
 #: The core's diagnostics stage (its result listed), run after the walk's iteration.
 DIAGNOSTICS = next(stage for stage in sca.pipeline.STAGES if stage.name == "diagnostics")
 
@@ -120,31 +122,40 @@ class Watcher(threading.Thread):
         self.join(self.timeout + 5)
 
 
-def results_location(settings: Mapping, reference: Mapping, record: Mapping) -> str:
-    """Where a referenced job's labels and balancing vector are written."""
+def results_reference(settings: Mapping, reference: Mapping, record: Mapping) -> dict:
+    """Where a referenced job's labels and balancing vector are written, as a
+    storage root and a path in it (what a paged result names: never a path of
+    this machine): under the root ``SCA_RESULTS_ROOT`` names, else in
+    ``sca-results`` beside the input."""
+    digest = artifact_keys(record)["result"].rsplit(":", 1)[-1]
     name = settings.get("SCA_RESULTS_ROOT")
     if name:
-        base = storage.parse_roots(settings["SCA_DATA_ROOTS"])[name]
-    elif "://" in reference["location"]:
+        return {"root": name, "path": digest}
+    return {"root": reference["root"], "path": posixpath.join(_folder(reference), RESULTS, digest)}
+
+
+def results_location(settings: Mapping, reference: Mapping, record: Mapping) -> str:
+    """:func:`results_reference` as a location on the machines that share it: the
+    results root's own, or the input's location's folder for the input's path's."""
+    name = settings.get("SCA_RESULTS_ROOT")
+    if not name and "://" in reference["location"]:
         raise sca.SCAError(
             "labels at an object-storage URL need SCA_RESULTS_ROOT, a directory root that "
             "the Dask workers share, for the job's labels",
             "labels.root",
         )
-    else:
-        base = os.path.join(os.path.dirname(reference["location"].rstrip("/")), "sca-results")
-    return os.path.join(base, artifact_keys(record)["result"].rsplit(":", 1)[-1])
-
-
-def results_reference(settings: Mapping, reference: Mapping, record: Mapping) -> dict:
-    """Where :func:`results_location` is, as a storage root and a path in it
-    (what a paged result names: never a path of this machine)."""
-    digest = artifact_keys(record)["result"].rsplit(":", 1)[-1]
-    name = settings.get("SCA_RESULTS_ROOT")
+    written = results_reference(settings, reference, record)
     if name:
-        return {"root": name, "path": digest}
-    beside = posixpath.dirname(posixpath.normpath(reference["path"].replace("\\", "/")))
-    return {"root": reference["root"], "path": posixpath.join(beside, "sca-results", digest)}
+        base, path = storage.parse_roots(settings["SCA_DATA_ROOTS"])[name], written["path"]
+    else:
+        base = os.path.dirname(reference["location"].rstrip("/"))
+        path = posixpath.relpath(written["path"], _folder(reference) or ".")
+    return os.path.join(base, *path.split("/"))
+
+
+def _folder(reference: Mapping) -> str:
+    """The folder of the input's path in its root ("" at the root's top)."""
+    return posixpath.dirname(posixpath.normpath(reference["path"].replace("\\", "/")))
 
 
 def stored_state(P, reference: Mapping, location: str) -> dict:

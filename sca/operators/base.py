@@ -16,6 +16,8 @@ Its forms live beside it in :mod:`sca.operators`:
 
 The diagonal scaling ``D`` of Sinkhorn-Knopp is kept apart from the matrix, so
 ``P = D S D`` costs no extra copy of ``S`` (Meyer & Wessell, Sec. 2.3).
+Its eigenvalues are :mod:`sca.operators.eigen`'s, its sums, rows and entries
+:mod:`sca.operators.reads`'s.
 """
 
 from __future__ import annotations
@@ -23,15 +25,15 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 from scipy.sparse import csgraph
-from scipy.sparse.linalg import eigsh
 
-#: Below this order a spectrum is computed densely with ``eigvalsh``.
-DENSE_SPECTRUM_MAX_N = 1000
-#: Entries of a dense n x step block formed at once by the generic B^T S B.
-SANDWICH_ENTRIES = 8_000_000
+from .eigen import DENSE_SPECTRUM_MAX_N, Eigenvalues
+from .reads import SANDWICH_ENTRIES, BlockReads
+
+# Imported from here before the eigenvalues and the reads had modules of their own.
+__all__ = ["DENSE_SPECTRUM_MAX_N", "SANDWICH_ENTRIES", "ConsensusOperator"]
 
 
-class ConsensusOperator:
+class ConsensusOperator(Eigenvalues, BlockReads):
     """Symmetric nonnegative ``n x n`` operator ``D S D`` (``D = I`` unless scaled).
 
     Subclasses implement :meth:`_product` (``S @ X``), :meth:`_raw_diagonal`,
@@ -78,10 +80,6 @@ class ConsensusOperator:
     def _with_scale(self, scale):
         raise NotImplementedError
 
-    def _all_eigenvalues(self) -> np.ndarray:
-        """Every eigenvalue of ``D S D`` (small forms only)."""
-        return np.linalg.eigvalsh(self.to_dense())
-
     def null_draw(self, rng: np.random.Generator) -> ConsensusOperator:
         """One draw of S's null model: same kind of entries, no cluster structure.
 
@@ -103,11 +101,6 @@ class ConsensusOperator:
         sca.spectrum : Reads the noise floor from such draws.
         """
         raise NotImplementedError
-
-    @property
-    def full_spectrum_cheap(self) -> bool:
-        """Whether every eigenvalue costs no more than a few products (small or low-rank forms)."""
-        return self.n <= DENSE_SPECTRUM_MAX_N
 
     # -- shared behaviour ---------------------------------------------------
     def matmat(self, X: np.ndarray) -> np.ndarray:
@@ -284,167 +277,6 @@ class ConsensusOperator:
         """:meth:`components`, found (``scipy.sparse.csgraph`` on the pattern)."""
         count, labels = csgraph.connected_components(self._pattern(), directed=False)
         return int(count), labels[: self.n]
-
-    def block_sums(self, labels: np.ndarray) -> np.ndarray:
-        """The ``c x c`` matrix of ``e_a^T (D S D) e_b`` over groups ``a, b`` of ``labels``.
-
-        The scaling is folded into the sparse indicator ``B = D E``, so each
-        form only computes ``B^T S B`` (:meth:`_sandwich`), never S itself.
-
-        Parameters
-        ----------
-        labels : array_like of int, shape (n,)
-            Each element's group, ``0 .. c - 1``.
-
-        Returns
-        -------
-        ndarray of shape (c, c)
-            The sum of P's entries between each pair of groups.
-        """
-        labels = np.asarray(labels, dtype=np.int64)
-        count = int(labels.max()) + 1
-        weights = np.ones(self.n) if self.scale is None else self.scale
-        B = sp.csr_array((weights, (np.arange(self.n), labels)), shape=(self.n, count))
-        return self._sandwich(B)
-
-    def within_sums(self, labels: np.ndarray) -> np.ndarray:
-        """For each i, ``sum_j (D S D)_ij`` over the j with ``labels[j] == labels[i]``.
-
-        For a doubly stochastic P this is the probability that one step of the
-        walk from i stays in i's cluster.
-
-        Parameters
-        ----------
-        labels : array_like of int, shape (n,)
-            Each element's cluster, ``0 .. c - 1``.
-
-        Returns
-        -------
-        ndarray of shape (n,)
-            Each element's row sum of P within its own cluster.
-        """
-        labels = np.asarray(labels, dtype=np.int64)
-        step = max(1, SANDWICH_ENTRIES // self.n)
-        out = np.zeros(self.n)
-        count = int(labels.max()) + 1
-        for start in range(0, count, step):
-            inside = (labels >= start) & (labels < start + step)
-            E = np.zeros((self.n, min(step, count - start)))
-            E[np.flatnonzero(inside), labels[inside] - start] = 1.0
-            Y = self.matmat(E)
-            out[inside] = Y[np.flatnonzero(inside), labels[inside] - start]
-        return out
-
-    def row_blocks(self, element: int):
-        """Element ``element``'s row of ``D S D``, part by part.
-
-        Here one part, the row from one product; a form on disk gives it a
-        block of elements at a time.
-
-        Parameters
-        ----------
-        element : int
-            A 0-based element index.
-
-        Yields
-        ------
-        start : int
-            The part's first element.
-        entries : ndarray
-            The row's entries over the part's elements.
-        """
-        unit = np.zeros(self.n)
-        unit[element] = 1.0
-        yield 0, self.matmat(unit)
-
-    def _sandwich(self, B: sp.csr_array) -> np.ndarray:
-        """``B^T S B`` for a sparse ``n x c`` B, a few columns of products at a time."""
-        c = B.shape[1]
-        step = max(1, SANDWICH_ENTRIES // self.n)
-        out = np.empty((c, c))
-        for start in range(0, c, step):
-            out[:, start : start + step] = B.T @ self._product(B[:, start : start + step].toarray())
-        return out
-
-    def entries(self, rows, cols) -> np.ndarray:
-        """The entries ``(D S D)_ij`` for index arrays ``rows`` and ``cols``.
-
-        Parameters
-        ----------
-        rows : array_like of int
-            The row of each entry.
-        cols : array_like of int
-            The column of each entry, of the shape of ``rows``.
-
-        Returns
-        -------
-        ndarray of float
-            One entry per pair ``(rows[m], cols[m])``.
-        """
-        rows, cols = np.asarray(rows), np.asarray(cols)
-        values = np.asarray(self._raw_entries(rows, cols), dtype=float)
-        return values if self.scale is None else values * self.scale[rows] * self.scale[cols]
-
-    def _raw_entries(self, rows, cols):
-        raise NotImplementedError
-
-    def eigenvalues(
-        self, k_hat: int | None = None, few: bool = False, floor: float | None = None
-    ) -> np.ndarray:
-        """The ``k_hat`` largest eigenvalues of ``D S D``, descending (all if None).
-
-        Small operators are solved densely; large ones with ``eigsh`` using
-        ``which="LA"`` (a general similarity matrix need not be semidefinite,
-        so "largest magnitude" could pick negative eigenvalues) and a modest
-        tolerance (machine precision spends most work on the bulk near zero).
-
-        Parameters
-        ----------
-        k_hat : int, optional
-            How many eigenvalues (at most n); None for all of them (Sec. 3's k̂).
-        few : bool, default False
-            A rough figure will do (a null draw's edge): the iterative solver
-            then stops at a relative tolerance of 1e-4.
-        floor : float, optional
-            The noise floor: eigenvalues below it are wanted only to tell them
-            below it, so a solver that can may resolve them more roughly.
-
-        Returns
-        -------
-        ndarray of shape (k_hat,)
-            The largest eigenvalues, descending.
-        """
-        k_hat = self.n if k_hat is None else min(int(k_hat), self.n)
-        if self.n <= DENSE_SPECTRUM_MAX_N or k_hat >= self.n - 1:
-            values = self._all_eigenvalues()
-        else:
-            values = self._top_eigenvalues(k_hat, 1e-4 if few else 1e-10)
-        return np.sort(values)[::-1][:k_hat]
-
-    def known_above(self, floor: float) -> int:
-        """How many eigenvalues of P are known to exceed ``floor``, from work done.
-
-        0 unless a Krylov space is kept: its Ritz values are lower bounds of
-        P's eigenvalues, one by one.
-
-        Parameters
-        ----------
-        floor : float
-            The threshold.
-
-        Returns
-        -------
-        int
-            A lower bound on the number of eigenvalues above ``floor``.
-        """
-        return 0
-
-    def _top_eigenvalues(self, k_hat: int, tol: float = 1e-10) -> np.ndarray:
-        linop = sp.linalg.LinearOperator(
-            (self.n, self.n), matvec=self.matmat, matmat=self.matmat, dtype=float
-        )
-        v0 = np.full(self.n, 1.0 / np.sqrt(self.n))
-        return eigsh(linop, k=k_hat, which="LA", tol=tol, v0=v0, return_eigenvectors=False)
 
     def to_dense(self) -> np.ndarray:
         """Materialise ``D S D`` (for small n: display and tests only).

@@ -28,7 +28,8 @@ from __future__ import annotations
 import numpy as np
 
 from . import kernels
-from .labels import LabelOperator, is_dask, label_codes
+from .codes import is_dask, label_codes
+from .labels import LabelOperator
 from .packing import PACKED_CODES
 
 

@@ -25,115 +25,19 @@ and ``take`` do the same work without numba's start-up cost.
 
 from __future__ import annotations
 
-import contextlib
-import functools
-import os
-import sys
-import threading
-from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 
 import numpy as np
-from threadpoolctl import ThreadpoolController
 
-#: Below this many rows per core a kernel runs on the calling thread alone.
-MIN_ROWS_PER_THREAD = 1 << 15
+from . import threads
+from .threads import one_blas_thread, single_threaded, threadpools
+
+# The threads' controls, imported from here before they had their own module.
+__all__ = ["one_blas_thread", "single_threaded", "threadpools"]
+
 #: Below this many rows the kernels are plain numpy (bincount, take): numba's
 #: import and first call in a fresh process would cost more.
 COMPILED_MIN_ROWS = 1 << 12
-THREADS = max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1)
-_pool: tuple[int, ThreadPoolExecutor] | None = None
-
-
-def _executor() -> ThreadPoolExecutor:
-    """The kernels' thread pool, made anew in a forked child (a Celery worker
-    process), where the parent's threads do not exist."""
-    global _pool
-    if _pool is None or _pool[0] != os.getpid():
-        _pool = (os.getpid(), ThreadPoolExecutor(THREADS, thread_name_prefix="sca-kernel"))
-    return _pool[1]
-
-
-def _parallel(tasks) -> None:
-    """Run the zero-argument ``tasks``, the first on this thread, the rest on the pool."""
-    futures = [_executor().submit(task) for task in tasks[1:]]
-    tasks[0]()
-    for future in futures:
-        future.result()
-
-
-_controllers: dict = {}
-
-
-def threadpools():
-    """The process's thread pools (BLAS, OpenMP) under a cached ``threadpoolctl``
-    controller: a new one reads every loaded library's state, which costs far
-    more than a limit set through this one.  A controller sees only the
-    libraries loaded when it was made, so another is made once scikit-learn
-    (and its OpenMP runtime) is loaded."""
-    key = "sklearn" in sys.modules
-    if key not in _controllers:
-        import scipy.linalg  # noqa: F401 - scipy's BLAS loaded, so the controller sees it
-
-        _controllers[key] = ThreadpoolController()
-    return _controllers[key]
-
-
-def one_blas_thread(stage):
-    """Decorate a stage ``stage(P, ...)``: while P's products run the compiled
-    kernels on every core, BLAS runs on one thread (its work here is on small
-    ``K x K`` matrices).  OpenBLAS's threads otherwise keep spinning for a
-    while after each call, on the cores the kernels need, and slow the
-    iteration several times over."""
-
-    @functools.wraps(stage)
-    def limited(P, *args, **kwargs):
-        if THREADS == 1 or not getattr(P, "threaded_kernels", False):
-            return stage(P, *args, **kwargs)
-        with threadpools().limit(limits=1, user_api="blas"):
-            return stage(P, *args, **kwargs)
-
-    return limited
-
-
-_single_lock = threading.Lock()
-_single_users = 0
-_single_blas = None
-
-
-@contextlib.contextmanager
-def single_threaded():
-    """Run the block with one BLAS thread and one OpenMP thread.
-
-    For work that is itself spread over the cores one task per core (the
-    ensemble's runs, the worker's per-run tasks), where BLAS's and OpenMP's own
-    threads would only contend with the other tasks for the same cores.
-    OpenMP's limit belongs to the calling thread, so each block sets its own.
-    BLAS's is the process's: the first block to enter sets it and the last to
-    leave restores it, so that blocks running at the same time (pool threads,
-    the service's request threads) never restore it under one another.
-    """
-    global _single_users, _single_blas
-    controller = threadpools()
-    with _single_lock:
-        if _single_users == 0:
-            _single_blas = controller.select(user_api="blas").limit(limits=1)
-        _single_users += 1
-    try:
-        with controller.select(user_api="openmp").limit(limits=1):
-            yield
-    finally:
-        with _single_lock:
-            _single_users -= 1
-            if _single_users == 0:
-                _single_blas.restore_original_limits()
-                _single_blas = None
-
-
-def _spans(m: int) -> list[tuple[int, int]]:
-    parts = max(1, min(THREADS, m // MIN_ROWS_PER_THREAD))
-    edges = np.linspace(0, m, parts + 1).astype(np.int64)
-    return list(zip(edges[:-1].tolist(), edges[1:].tolist()))
 
 
 def _float2d(X) -> np.ndarray:
@@ -158,9 +62,11 @@ def _counts(loop, codes, binoff, x, m: int) -> np.ndarray:
     """One column of weighted counts by a compiled scatter ``loop`` over ``m`` rows,
     each core counting its rows into its own vector, then summed."""
     x = np.ascontiguousarray(x, dtype=np.float64).ravel()
-    spans = _spans(m)
+    spans = threads.spans(m)
     outs = [np.zeros(int(binoff[-1])) for _ in spans]
-    _parallel([partial(loop, codes, binoff, x, lo, hi, out) for (lo, hi), out in zip(spans, outs)])
+    threads.parallel(
+        [partial(loop, codes, binoff, x, lo, hi, out) for (lo, hi), out in zip(spans, outs)]
+    )
     return sum(outs[1:], outs[0])
 
 
@@ -168,7 +74,9 @@ def _gathers(loop, codes, binoff, table, m: int, out=None) -> np.ndarray:
     """One column of gathers by a compiled ``loop`` over ``m`` rows, split over the cores."""
     table = np.ascontiguousarray(table, dtype=np.float64).ravel()
     out = np.empty(m) if out is None else out
-    _parallel([partial(loop, codes, binoff, table, lo, hi, out) for lo, hi in _spans(m)])
+    threads.parallel(
+        [partial(loop, codes, binoff, table, lo, hi, out) for lo, hi in threads.spans(m)]
+    )
     return out
 
 
@@ -227,9 +135,13 @@ def joint(packed: np.ndarray, binoff: np.ndarray, w: np.ndarray, pairs, dtype=np
         )
     out = np.zeros((pa.size, B * B), dtype=dtype)
     # the pairs are shared out, not the rows: worth a thread from one core's share of rows
-    parts = 1 if packed.shape[1] * pa.size < MIN_ROWS_PER_THREAD else min(THREADS, pa.size)
+    parts = (
+        1
+        if packed.shape[1] * pa.size < threads.MIN_ROWS_PER_THREAD
+        else min(threads.THREADS, pa.size)
+    )
     shares = [np.arange(t, pa.size, parts) for t in range(parts)]
-    _parallel([partial(c.joint_pairs, packed, w, pa, pb, B, mine, out) for mine in shares])
+    threads.parallel([partial(c.joint_pairs, packed, w, pa, pb, B, mine, out) for mine in shares])
     return out.reshape(pa.size, B, B)
 
 
@@ -329,7 +241,9 @@ def _pack(codes, groups, radix, dtype, rowmajor: bool, by_run: bool):
             view[a] = acc
         return out
     kernel = c.pack_runs if by_run else c.pack_rows
-    _parallel([partial(kernel, codes, runs, runptr, weights, lo, hi, view) for lo, hi in _spans(m)])
+    threads.parallel(
+        [partial(kernel, codes, runs, runptr, weights, lo, hi, view) for lo, hi in threads.spans(m)]
+    )
     return out
 
 
@@ -360,8 +274,11 @@ def mat_wide(rows: np.ndarray, binoff: np.ndarray, table: np.ndarray) -> np.ndar
             continue
         four = np.zeros((table.shape[0], 4))
         four[:, : s - c] = table[:, c : c + 4]
-        _parallel(
-            [partial(loops.mat_wide4, rows, binoff, four, c, lo, hi, out) for lo, hi in _spans(m)]
+        threads.parallel(
+            [
+                partial(loops.mat_wide4, rows, binoff, four, c, lo, hi, out)
+                for lo, hi in threads.spans(m)
+            ]
         )
     return out
 
@@ -371,10 +288,12 @@ def scatter_wide(rows: np.ndarray, binoff: np.ndarray, X: np.ndarray) -> np.ndar
     pass over the codes for all s columns, each core counting its rows into
     its own ``(bins, s)`` table, then summed (compiled only)."""
     X = _float2d(X)
-    spans = _spans(rows.shape[0])
+    spans = threads.spans(rows.shape[0])
     outs = [np.zeros((int(binoff[-1]), X.shape[1])) for _ in spans]
     loop = _loops().scatter_block
-    _parallel([partial(loop, rows, binoff, X, lo, hi, out) for (lo, hi), out in zip(spans, outs)])
+    threads.parallel(
+        [partial(loop, rows, binoff, X, lo, hi, out) for (lo, hi), out in zip(spans, outs)]
+    )
     return sum(outs[1:], outs[0])
 
 
@@ -384,7 +303,9 @@ def gather_wide(rows: np.ndarray, binoff: np.ndarray, table: np.ndarray) -> np.n
     table = _float2d(table)
     out = np.empty((rows.shape[0], table.shape[1]))
     loop = _loops().gather_block
-    _parallel([partial(loop, rows, binoff, table, lo, hi, out) for lo, hi in _spans(rows.shape[0])])
+    threads.parallel(
+        [partial(loop, rows, binoff, table, lo, hi, out) for lo, hi in threads.spans(rows.shape[0])]
+    )
     return out
 
 
@@ -396,5 +317,7 @@ def permuted_columns(codes: np.ndarray, perm: np.ndarray) -> np.ndarray:
     codes = np.ascontiguousarray(codes)
     perm = np.asarray(perm, dtype=np.int64)
     out = np.empty((codes.shape[1], perm.size), dtype=codes.dtype)
-    _parallel([partial(c.gather_columns, codes, perm, lo, hi, out) for lo, hi in _spans(perm.size)])
+    threads.parallel(
+        [partial(c.gather_columns, codes, perm, lo, hi, out) for lo, hi in threads.spans(perm.size)]
+    )
     return out

@@ -11,7 +11,8 @@ packed codes in row blocks (:mod:`sca.operators.kernels`): ``H^T x`` as weighted
 counts, ``H y`` as gathers, the ``K x K`` Gram matrix ``H^T D^2 H`` as
 weighted counts of pairs of codes.  Each is a map over row blocks followed
 by a sum of small arrays, so the label matrix may also be a Dask array
-whose chunks live on other machines (docs/scale.md).
+whose chunks live on other machines (docs/scale.md).  Whether a label matrix
+suits it, and its codes, are :mod:`sca.operators.codes`'s.
 """
 
 from __future__ import annotations
@@ -21,8 +22,10 @@ import scipy.sparse as sp
 from scipy.sparse import csgraph
 
 from . import kernels
-from .base import SANDWICH_ENTRIES, ConsensusOperator
-from .factored import GRAM_MAX_K, FactorOperator
+from .base import ConsensusOperator
+from .codes import is_dask, label_codes, label_spans, repack
+from .factored import FactorOperator
+from .gram import GRAM_MAX_K
 from .lanczos import BLOCK
 from .packing import (
     PACKED_CODES,
@@ -32,8 +35,11 @@ from .packing import (
     group_codes,
     layout,
     marginals,
-    smallest_unsigned,
 )
+from .reads import SANDWICH_ENTRIES
+
+# Imported from here before the label matrix's codes had a module of their own.
+__all__ = ["LabelOperator", "is_dask", "label_codes", "label_operator", "label_spans"]
 
 #: The one-column products read wider groups (runs of five labels: five runs,
 #: 3125 codes), row by row: fewer, less conflicting updates for a table that
@@ -54,57 +60,10 @@ NARROW_MAX_N = 1 << 19
 GRAM_COUNTS_MAX_K = 8192
 #: ... while the counts of all pairs of groups take no more than this.
 GRAM_COUNTS_BYTES = 512 << 20
-#: Label runs whose labels span more than this (in all) are renumbered first.
-_SPAN_SLACK = 1024
 #: From this many columns a product passes over the labels once for all of them ...
 BLOCK_MIN_COLUMNS = 8
 #: ... unless the packed codes read fewer than 1 / BLOCK_MAX_READS as many entries a row.
 BLOCK_MAX_READS = 2
-_BLOCK_ROWS = 1 << 16
-
-
-def is_dask(array) -> bool:
-    """Whether ``array`` is a Dask array (its chunks may live on other machines)."""
-    return type(array).__module__.startswith("dask.")
-
-
-def label_spans(L) -> np.ndarray | None:
-    """Run j's labels ``0..spans[j]-1`` when the ``n x r`` label matrix ``L`` suits
-    :class:`LabelOperator` (every element in every run, labels not much sparser
-    than n); None when H must be the sparse matrix of the labels used."""
-    n, r = L.shape
-    if is_dask(L):
-        low, high = (np.asarray(v) for v in (L.min(axis=0), L.max(axis=0)))
-    else:
-        low, high = np.full(r, np.iinfo(np.int64).max), np.full(r, -1)
-        for lo in range(0, n, _BLOCK_ROWS):
-            block = L[lo : lo + _BLOCK_ROWS]
-            low, high = np.minimum(low, block.min(axis=0)), np.maximum(high, block.max(axis=0))
-    if low.min() < 0 or high.sum() + r > 4 * n + _SPAN_SLACK:
-        return None
-    return high.astype(np.int64) + 1
-
-
-def label_codes(L) -> tuple | None:
-    """``(codes, spans)`` for an ``n x r`` label matrix with every element in every
-    run and labels ``0..m`` not much sparser than n; None otherwise (the caller
-    then builds the sparse H).  ``L`` is used as is when its dtype is already
-    the smallest that holds its labels (a memory-mapped ``.npy`` is not read
-    into memory); otherwise it is converted in row blocks (lazily for a Dask array)."""
-    spans = label_spans(L)
-    if spans is None:
-        return None
-    n, r = L.shape
-    dtype = smallest_unsigned(int(spans.max()) - 1)
-    if L.dtype != dtype:
-        if is_dask(L):
-            L = L.astype(dtype)
-        else:
-            codes = np.empty((n, r), dtype=dtype)
-            for lo in range(0, n, _BLOCK_ROWS):
-                codes[lo : lo + _BLOCK_ROWS] = L[lo : lo + _BLOCK_ROWS]
-            L = codes
-    return L, spans
 
 
 def label_operator(L) -> LabelOperator | None:
@@ -243,7 +202,7 @@ class LabelOperator(FactorOperator):
     @property
     def threaded_kernels(self) -> bool:
         """Whether products run the compiled kernels on threads (see
-        :func:`sca.operators.kernels.one_blas_thread`)."""
+        :func:`sca.operators.threads.one_blas_thread`)."""
         return not self.chunked and self.n >= kernels.COMPILED_MIN_ROWS
 
     # -- the operator ----------------------------------------------------------
@@ -442,20 +401,7 @@ class LabelOperator(FactorOperator):
         null = LabelOperator(permuted.T, self.spans)
         if self._small:
             self._packed(self._gram_limit)  # S's Gram needs it too: then both are packed here
-        # The same groups, the null's codes.
-        mine, its = self._packings, null._packings
-        its.marginals.update(mine.marginals)
-        for limit, packing in mine.packed.items():
-            codes = kernels.pack_columns(
-                permuted, packing.groups, packing.radix, packing.codes.dtype
-            )
-            its.packed[limit] = packing._replace(codes=codes)
-        if mine.wide_known and mine.wide is not None:
-            wide = mine.wide
-            codes = kernels.pack_columns(
-                permuted, wide.groups, wide.radix, wide.codes.dtype, rowmajor=True
-            )
-            its.wide, its.wide_known = wide._replace(codes=codes), True
+        repack(self._packings, null._packings, permuted)  # the same groups, the null's codes
         return null
 
     def _state(self):

@@ -2,29 +2,20 @@
 
 The command line, the estimator and the service's worker all run the table
 of stages of :mod:`sca.pipeline.stages` and shape their answers with
-:mod:`sca.pipeline.results`, so their results have the same shape.
+:mod:`sca.pipeline.results` (element ids: :mod:`sca.pipeline.ids`), so
+their results have the same shape; :mod:`sca.pipeline.answers` shapes the
+answers of the queries on a clustering.
+:mod:`sca.pipeline.runs` walks them end to end;
 :mod:`sca.pipeline.source` reaches the consensus operator from the input;
 :mod:`sca.pipeline.paged` shapes the result of a chunked operator without
 listing its elements.
 """
 
+from .answers import custom_dict, custom_result, similar_dict
+from .ids import MAX_ID_BYTES, check_id, check_ids, namer, resolve_element, with_ids
 from .paged import PAGED, paged_result
-from .results import (
-    MAX_ID_BYTES,
-    balance_dict,
-    check_id,
-    check_ids,
-    custom_dict,
-    custom_result,
-    namer,
-    resolve_element,
-    result_dict,
-    similar_dict,
-    spectrum_dict,
-    spectrum_fields,
-    timed,
-    with_ids,
-)
+from .results import balance_dict, result_dict, spectrum_dict, spectrum_fields, timed
+from .runs import cluster, clustering, prepare, run_stages
 from .source import RawData, build_operator, data_source, null_reference
 from .stages import (
     DEFAULTS,
@@ -32,13 +23,9 @@ from .stages import (
     STAGES,
     TASKS,
     Stage,
-    cluster,
-    clustering,
     iteration,
     iteration_dict,
     parts,
-    prepare,
-    run_stages,
     walk,
 )
 

@@ -16,8 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..diagnostics import confidence, uncoupling_measure
-from .results import spectrum_fields, timed
+from .results import diagnosed, rounded, summary, timed
 
 #: The ``per_element`` of a result whose per-element data is written, not listed.
 PAGED = "paged"
@@ -71,30 +70,27 @@ def paged_result(
     """
     labels = result.labels.astype(np.int64)
     k = int(spectrum["k"])
-    with timed({} if timings is None else timings, "diagnostics"):
-        uncoupling = {"S": uncoupling_measure(S, labels), "P": uncoupling_measure(P, labels)}
-        firm = confidence(P, labels)
+    clock = {} if timings is None else timings
+    uncoupling, firm = diagnosed(S, P, labels, clock)
+    with timed(clock, "diagnostics"):
         sizes = _sizes(labels, k)
-    out = {
-        "n": S.n,
-        "k": k,
-        "per_element": PAGED,
-        "cluster_sizes": sizes,
-        **spectrum_fields(spectrum),
-        "cluster_confidence": np.round(firm["clusters"], 6).tolist(),
-        "cluster_uncoupling": np.round(firm["uncoupling"], 6).tolist(),
-        "balancing": dict(balance),
-        "iterations": result.iterations,
-        "uncoupling": uncoupling,
-        "solutions": [
+    out = summary(
+        S.n,
+        k,
+        {"per_element": PAGED, "cluster_sizes": sizes},
+        spectrum,
+        {},
+        firm,
+        balance,
+        result,
+        uncoupling,
+        [
             {"frequency": freq, "cluster_sizes": _sizes(sol.astype(np.int64), k)}
             for sol, freq in result.solutions
         ],
-        "failed_starts": result.failed_starts,
-        "rounds": result.rounds,
-    }
+    )
     if timings is not None:
-        out["timings"] = {stage: round(sec, 6) for stage, sec in timings.items()}
+        out["timings"] = rounded(timings)
     arrays = {"labels": labels, "confidence": firm["elements"].round(6)}
     if result.membership is not None:
         arrays["membership"] = result.membership.round(6)

@@ -14,7 +14,7 @@ from sklearn.metrics import adjusted_rand_score
 import sca
 import sca.ensemble
 import sca.pool
-from sca.operators.kernels import single_threaded, threadpools
+from sca.operators.threads import single_threaded, threadpools
 
 SPEC = [{"algorithm": "kmeans", "k": [2, 3, 4], "runs": 3}, {"algorithm": "nmf", "k": 2, "runs": 2}]
 

@@ -8,9 +8,10 @@ from threadpoolctl import threadpool_info
 import sca
 import sca.operators.kernels
 import sca.operators.labels
+import sca.operators.threads
 from sca.inputs import membership_factors
 from sca.operators import LabelOperator
-from sca.operators.kernels import one_blas_thread
+from sca.operators.threads import one_blas_thread
 
 
 @pytest.mark.parametrize(
@@ -65,7 +66,7 @@ def test_label_operator_matches_sparse_h(forms, monkeypatch, compiled, wide):
 def test_stages_on_threaded_kernels_hold_blas_to_one_thread(monkeypatch):
     """While the kernels run on every core, BLAS runs on one (its spinning
     threads would take the kernels' cores); other operators keep their BLAS."""
-    monkeypatch.setattr(sca.operators.kernels, "THREADS", 2)
+    monkeypatch.setattr(sca.operators.threads, "THREADS", 2)
     monkeypatch.setattr(sca.operators.kernels, "COMPILED_MIN_ROWS", 100)
     blas = lambda P: {p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas"}  # noqa: E731
     before = blas(None)

@@ -4,7 +4,7 @@ import numpy as np
 from sklearn.metrics import adjusted_rand_score
 
 import sca
-import sca.operators.factored
+import sca.operators.gram
 import sca.operators.kernels
 import sca.operators.labels
 from sca.operators import LabelOperator
@@ -86,10 +86,10 @@ def test_many_clusters_through_the_krylov_space(monkeypatch):
     truth = planted_truth(4000, [1] * 60, rng)
     labels = planted_runs(truth, 20, 0.3, rng, dtype=np.uint8)
     dense_k, dense_result = _stages(labels)
-    monkeypatch.setattr(sca.operators.factored, "GRAM_MAX_K", 64)
+    monkeypatch.setattr(sca.operators.gram, "GRAM_MAX_K", 64)
     monkeypatch.setattr(sca.operators.labels, "GRAM_MAX_K", 64)
     monkeypatch.setattr(sca.operators.labels, "GRAM_COUNTS_MAX_K", 64)
-    monkeypatch.setattr(sca.operators.factored, "DENSE_GRAM_TIMES", 0)
+    monkeypatch.setattr(sca.operators.gram, "DENSE_GRAM_TIMES", 0)
     monkeypatch.setattr(sca.operators.kernels, "COMPILED_MIN_ROWS", 0)
     products = []
     original = LabelOperator._right

@@ -6,7 +6,7 @@ import pytest
 import scipy.sparse as sp
 
 import sca
-import sca.operators.factored
+import sca.operators.gram
 import sca.operators.labels
 from sca.inputs import membership_factors
 from sca.operators import ChunkedLabelOperator, LabelOperator
@@ -163,9 +163,9 @@ def test_many_clusters_read_the_spectrum_off_the_counted_gram(monkeypatch, dense
     """Beyond GRAM_MAX_K clusters (runs of many labels) the label matrix still
     counts G and reads P's largest eigenvalues off it, where the sparse H
     computes them from products with P: the same eigenvalues."""
-    monkeypatch.setattr(sca.operators.factored, "GRAM_MAX_K", 50)
+    monkeypatch.setattr(sca.operators.gram, "GRAM_MAX_K", 50)
     monkeypatch.setattr(sca.operators.labels, "GRAM_MAX_K", 50)
-    monkeypatch.setattr(sca.operators.factored, "DENSE_SPECTRUM_MAX_N", dense_max)
+    monkeypatch.setattr(sca.operators.gram, "DENSE_SPECTRUM_MAX_N", dense_max)
     monkeypatch.setattr(sca.operators.labels, "JOINT_MIN_N", 0)
     rng = np.random.default_rng(3)
     labels = planted_runs(planted_truth(600, [1] * 12, rng), 10, 0.3, rng)

@@ -31,7 +31,8 @@ def test_what_goes_to_the_cluster(record, settings, steps, expected):
 
 
 def test_labels_are_written_beside_the_input_or_under_the_results_root(tmp_path):
-    reference = {"location": str(tmp_path / "cohorts" / "run7" / "labels")}
+    location = str(tmp_path / "cohorts" / "run7" / "labels")
+    reference = {"root": "cohorts", "path": "run7/labels", "location": location}
     record = {
         **RECORD,
         "hashes": {"input": "i1", "balance": "b2", "spectrum": "s3", "result": "r4"},

@@ -1,0 +1,120 @@
+"""The threads of the label kernels, and BLAS's and OpenMP's around them.
+
+The kernels of :mod:`sca.operators.kernels` split their rows over the
+machine's cores (:func:`spans`) and run the shares on a process-wide thread
+pool (:func:`parallel`).  While they do, BLAS is held to one thread
+(:func:`one_blas_thread`): its spinning threads would take the kernels' cores.
+Work spread one task per core by its caller (the ensemble's runs) runs with
+one BLAS and one OpenMP thread (:func:`single_threaded`).  Both go through one
+cached ``threadpoolctl`` controller (:func:`threadpools`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+import sys
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+from threadpoolctl import ThreadpoolController
+
+#: Below this many rows per core a kernel runs on the calling thread alone.
+MIN_ROWS_PER_THREAD = 1 << 15
+THREADS = max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1)
+_pool: tuple[int, ThreadPoolExecutor] | None = None
+
+
+def _executor() -> ThreadPoolExecutor:
+    """The kernels' thread pool, made anew in a forked child (a Celery worker
+    process), where the parent's threads do not exist."""
+    global _pool
+    if _pool is None or _pool[0] != os.getpid():
+        _pool = (os.getpid(), ThreadPoolExecutor(THREADS, thread_name_prefix="sca-kernel"))
+    return _pool[1]
+
+
+def parallel(tasks) -> None:
+    """Run the zero-argument ``tasks``, the first on this thread, the rest on the pool."""
+    futures = [_executor().submit(task) for task in tasks[1:]]
+    tasks[0]()
+    for future in futures:
+        future.result()
+
+
+_controllers: dict = {}
+
+
+def threadpools():
+    """The process's thread pools (BLAS, OpenMP) under a cached ``threadpoolctl``
+    controller: a new one reads every loaded library's state, which costs far
+    more than a limit set through this one.  A controller sees only the
+    libraries loaded when it was made, so another is made once scikit-learn
+    (and its OpenMP runtime) is loaded."""
+    key = "sklearn" in sys.modules
+    if key not in _controllers:
+        import scipy.linalg  # noqa: F401 - scipy's BLAS loaded, so the controller sees it
+
+        _controllers[key] = ThreadpoolController()
+    return _controllers[key]
+
+
+def one_blas_thread(stage):
+    """Decorate a stage ``stage(P, ...)``: while P's products run the compiled
+    kernels on every core, BLAS runs on one thread (its work here is on small
+    ``K x K`` matrices).  OpenBLAS's threads otherwise keep spinning for a
+    while after each call, on the cores the kernels need, and slow the
+    iteration several times over."""
+
+    @functools.wraps(stage)
+    def limited(P, *args, **kwargs):
+        if THREADS == 1 or not getattr(P, "threaded_kernels", False):
+            return stage(P, *args, **kwargs)
+        with threadpools().limit(limits=1, user_api="blas"):
+            return stage(P, *args, **kwargs)
+
+    return limited
+
+
+_single_lock = threading.Lock()
+_single_users = 0
+_single_blas = None
+
+
+@contextlib.contextmanager
+def single_threaded():
+    """Run the block with one BLAS thread and one OpenMP thread.
+
+    For work that is itself spread over the cores one task per core (the
+    ensemble's runs, the worker's per-run tasks), where BLAS's and OpenMP's own
+    threads would only contend with the other tasks for the same cores.
+    OpenMP's limit belongs to the calling thread, so each block sets its own.
+    BLAS's is the process's: the first block to enter sets it and the last to
+    leave restores it, so that blocks running at the same time (pool threads,
+    the service's request threads) never restore it under one another.
+    """
+    global _single_users, _single_blas
+    controller = threadpools()
+    with _single_lock:
+        if _single_users == 0:
+            _single_blas = controller.select(user_api="blas").limit(limits=1)
+        _single_users += 1
+    try:
+        with controller.select(user_api="openmp").limit(limits=1):
+            yield
+    finally:
+        with _single_lock:
+            _single_users -= 1
+            if _single_users == 0:
+                _single_blas.restore_original_limits()
+                _single_blas = None
+
+
+def spans(m: int) -> list[tuple[int, int]]:
+    """``m`` rows cut into one span per thread, each of at least
+    :data:`MIN_ROWS_PER_THREAD` rows (one span below that)."""
+    parts = max(1, min(THREADS, m // MIN_ROWS_PER_THREAD))
+    edges = np.linspace(0, m, parts + 1).astype(np.int64)
+    return list(zip(edges[:-1].tolist(), edges[1:].tolist()))
