@@ -1,11 +1,13 @@
-"""Clustering ensembles on raw data (Meyer & Wessell, Sec. 1 and Sec. 5).
+"""Clustering ensembles on raw data: running the runs (Meyer & Wessell, Sec. 1 and Sec. 5).
 
-An ensemble spec is a list of ``{"algorithm": "kmeans" | "nmf" | "single",
-"k": int or list of ints, "runs": int}``; several items give the paper's
-"Combined" ensembles.  ``"single"`` is single linkage on a subsample
-(:mod:`sca.density`), for groups that are not convex.  :func:`ensemble_plan`
-expands a spec into independent, JSON-able run descriptors (one seed each)
-so that a worker pool can fan them out; :func:`ensemble_run` performs one.
+A spec (:mod:`sca.ensemble_spec`) is expanded into run descriptors
+``{"algorithm", "k", "seed"}`` (:func:`ensemble_plan`); :func:`ensemble_run`
+and :func:`ensemble_model` perform one, :func:`ensemble_labels` and
+:func:`ensemble_fit` a whole ensemble, whose label matrix gives the
+consensus of Sec. 1.  ``"single"`` is single linkage on a subsample
+(:mod:`sca.density`), for groups that are not convex.  What the runs learned
+labels new rows later (:mod:`sca.ensemble_models`).  The spec's and the
+models' names are re-exported here, where they were declared before.
 
 Every run uses one BLAS and one OpenMP thread (:func:`sca.operators.kernels.single_threaded`):
 the runs, not the threads inside one run, are spread over the cores, by
@@ -20,150 +22,48 @@ import warnings
 
 import numpy as np
 
-from .density import DENSITY_ALGORITHMS, density_model, density_predict, subsample_size
+from .density import DENSITY_ALGORITHMS, density_model, subsample_size
+from .ensemble_models import ensemble_predict, stacked_models
+from .ensemble_spec import (
+    DEFAULT_ENSEMBLE_MAX_K,
+    DEFAULT_ENSEMBLE_RUNS,
+    check_ensemble_data,
+    default_ensemble,
+    ensemble_items,
+    ensemble_plan,
+    ensemble_size,
+    needs_nonnegative,
+)
 from .errors import SCAError
-from .inputs import check_data
 from .operators.kernels import single_threaded
-from .options import ALGORITHMS
 from .pool import spread
+
+# The spec's and the models' names were declared here before they had modules of their own.
+__all__ = [
+    "DEFAULT_ENSEMBLE_MAX_K",
+    "DEFAULT_ENSEMBLE_RUNS",
+    "KMEANS_SUBSAMPLE",
+    "NMF_MAX_ITER",
+    "check_ensemble_data",
+    "default_ensemble",
+    "ensemble_fit",
+    "ensemble_items",
+    "ensemble_labels",
+    "ensemble_model",
+    "ensemble_plan",
+    "ensemble_predict",
+    "ensemble_run",
+    "ensemble_size",
+    "ensemble_work",
+    "needs_nonnegative",
+    "stacked_models",
+]
 
 #: Iteration cap of one multiplicative-update NMF run.
 NMF_MAX_ITER = 500
 #: Above this many elements a k-means run fits its centres on this many rows,
 #: drawn from the run's seed, and labels every element by its nearest centre.
 KMEANS_SUBSAMPLE = 10_000
-#: The default ensemble's k-means levels reach about sqrt(n) (Fred & Jain), within these bounds.
-DEFAULT_ENSEMBLE_MAX_K = (10, 40)
-#: Runs of the default ensemble per level.
-DEFAULT_ENSEMBLE_RUNS = 4
-
-
-def default_ensemble(n: int) -> list[dict]:
-    """The ensemble used on raw data when none is given: k-means at k = 2 ... about sqrt(n).
-
-    Four runs at each k from 2 to ``ceil(sqrt(n))``, bounded to
-    [10, 40] and to n / 2 (runs into singletons say nothing): a "Combined"
-    ensemble over several k (Sec. 5), whose consensus holds together what
-    stays together across levels of detail.  Levels up to about sqrt(n), as
-    in Fred & Jain's evidence accumulation, let many groups show (20 groups
-    cannot show in runs that cut at most 10); the coarse levels let few
-    groups show.  k-means, not NMF, so that data of any sign is accepted,
-    and so that reference data run through the same ensemble give the null
-    of :mod:`sca.reference`.
-
-    Examples
-    --------
-    >>> [(spec["k"][0], spec["k"][-1], spec["runs"]) for spec in default_ensemble(400)]
-    [(2, 20, 4)]
-    """
-    low, high = DEFAULT_ENSEMBLE_MAX_K
-    top = min(int(np.clip(np.ceil(np.sqrt(n)), low, high)), max(2, n // 2))
-    return [{"algorithm": "kmeans", "k": list(range(2, top + 1)), "runs": DEFAULT_ENSEMBLE_RUNS}]
-
-
-def ensemble_items(spec) -> list[tuple[str, list[int], int]]:
-    """The spec's items as ``(algorithm, ks, runs)``, validated."""
-    if isinstance(spec, dict):
-        spec = [spec]
-    if not isinstance(spec, (list, tuple)) or not spec:
-        raise SCAError("ensemble must be a non-empty list of {algorithm, k, runs}", "ensemble")
-    items = []
-    for i, item in enumerate(spec):
-        field = f"ensemble[{i}]"
-        if not isinstance(item, dict):
-            raise SCAError(f"{field} must be an object {{algorithm, k, runs}}", field)
-        unknown = set(item) - {"algorithm", "k", "runs"}
-        if unknown:
-            raise SCAError(f"{field} has unknown keys {sorted(unknown)}", field)
-        algorithm = item.get("algorithm")
-        if algorithm not in ALGORITHMS:
-            raise SCAError(
-                f"{field}.algorithm must be one of {ALGORITHMS}, got {algorithm!r}",
-                f"{field}.algorithm",
-            )
-        ks = item.get("k")
-        ks = [ks] if isinstance(ks, (int, np.integer)) else ks
-        if (
-            not isinstance(ks, (list, tuple))
-            or not ks
-            or not all(
-                isinstance(k, (int, np.integer)) and not isinstance(k, bool) and k >= 1 for k in ks
-            )
-        ):
-            raise SCAError(f"{field}.k must be a positive integer or a list of them", f"{field}.k")
-        count = item.get("runs")
-        if not isinstance(count, (int, np.integer)) or isinstance(count, bool) or count < 1:
-            raise SCAError(
-                f"{field}.runs must be a positive integer, got {count!r}", f"{field}.runs"
-            )
-        items.append((algorithm, [int(k) for k in ks], int(count)))
-    return items
-
-
-def needs_nonnegative(spec) -> bool:
-    """Whether the spec has NMF runs, which need nonnegative data (so its
-    columns may be divided, not centred: :func:`sca.inputs.fit_scaling`)."""
-    return any(algorithm == "nmf" for algorithm, _, _ in ensemble_items(spec))
-
-
-def ensemble_size(spec) -> int:
-    """The number of runs ``spec`` asks for, counted without expanding it
-    (a spec of a few bytes can ask for billions)."""
-    return sum(len(ks) * count for _, ks, count in ensemble_items(spec))
-
-
-def ensemble_plan(spec, seed: int = 0) -> list[dict]:
-    """Expand an ensemble spec into run descriptors ``{"algorithm", "k", "seed"}``.
-
-    The descriptors are independent and JSON-able (one seed each), so that a
-    worker pool can fan them out.
-
-    Parameters
-    ----------
-    spec : dict or list of dict
-        The ensemble: items ``{"algorithm": "kmeans" | "nmf" | "single", "k":
-        int or list of ints, "runs": int}``; several items give the paper's "Combined"
-        ensembles (Sec. 5).
-    seed : int, default 0
-        Seeds the runs' seeds (``numpy.random.SeedSequence``).
-
-    Returns
-    -------
-    list of dict
-        One descriptor per run, item by item, each k in turn, ``runs`` times.
-
-    Raises
-    ------
-    SCAError
-        When ``spec`` is malformed; ``field`` is ``"ensemble"`` or names the
-        item and key (e.g. ``"ensemble[0].k"``).
-
-    See Also
-    --------
-    ensemble_run : Performs one descriptor.
-    """
-    runs = [
-        {"algorithm": algorithm, "k": k}
-        for algorithm, ks, count in ensemble_items(spec)
-        for k in ks
-        for _ in range(count)
-    ]
-    seeds = np.random.SeedSequence(int(seed)).generate_state(len(runs), dtype=np.uint32)
-    for run, run_seed in zip(runs, seeds):
-        run["seed"] = int(run_seed)
-    return runs
-
-
-def check_ensemble_data(X, plan: list[dict]) -> np.ndarray:
-    """Data-dependent checks: k below n; NMF needs nonnegative data."""
-    X = check_data(X)
-    n = X.shape[0]
-    worst_k = max(run["k"] for run in plan)
-    if worst_k > n:
-        raise SCAError(f"ensemble k = {worst_k} exceeds the number of elements n = {n}", "ensemble")
-    if any(run["algorithm"] == "nmf" for run in plan) and X.min() < 0:
-        raise SCAError(f"NMF needs nonnegative data; data has minimum {X.min():g}", "data")
-    return X
 
 
 def ensemble_run(X, run: dict) -> np.ndarray:
@@ -273,55 +173,6 @@ def ensemble_model(X, run: dict) -> tuple[np.ndarray, np.ndarray]:
     raise SCAError(f"unknown algorithm {run['algorithm']!r}", "ensemble")
 
 
-def ensemble_predict(models: np.ndarray, groups: np.ndarray, algorithms, X) -> np.ndarray:
-    """Labels of new rows ``X`` in each run of an ensemble.
-
-    A k-means run labels a row by its nearest centre, a single-linkage run by
-    its nearest subsample point's cluster (:func:`sca.density.density_predict`);
-    an NMF run solves for the row's coefficients with the components fixed and
-    takes their argmax.  With
-    the components fixed, NMF's objective ``||x - w H||`` is a nonnegative least
-    squares problem in w, solved exactly (``scipy.optimize.nnls``): the point
-    multiplicative updates (``non_negative_factorization(update_H=False)``)
-    approach, in a fraction of their time.
-
-    Parameters
-    ----------
-    models : ndarray of shape (K, m)
-        The runs' models stacked (:func:`ensemble_model`).
-    groups : ndarray of int, shape (r + 1,)
-        Run j owns rows ``groups[j]:groups[j+1]`` of ``models``.
-    algorithms : sequence of str
-        ``algorithms[j]`` is run j's algorithm (one of :data:`sca.options.ALGORITHMS`).
-    X : array_like of shape (q, m)
-        The new rows.
-
-    Returns
-    -------
-    ndarray of int32, shape (q, r)
-        Each new row's label in each run.
-
-    See Also
-    --------
-    ensemble_fit : Gives ``models``, ``groups`` and ``algorithms``.
-    """
-    from scipy.optimize import nnls
-    from sklearn.metrics import pairwise_distances_argmin
-
-    X = np.asarray(X, dtype=float)
-    labels = np.empty((X.shape[0], len(algorithms)), dtype=np.int32)
-    for j, algorithm in enumerate(algorithms):
-        model = models[groups[j] : groups[j + 1]]
-        if str(algorithm) == "kmeans":
-            labels[:, j] = pairwise_distances_argmin(X, model)
-        elif str(algorithm) in DENSITY_ALGORITHMS:
-            labels[:, j] = density_predict(model, X)
-        else:
-            W = np.array([nnls(model.T, x)[0] for x in X]).reshape(X.shape[0], -1)
-            labels[:, j] = np.argmax(W, axis=1)
-    return labels
-
-
 def ensemble_work(X, plan: list[dict]) -> float:
     """The plan's work on X, for :func:`sca.pool.spread`: rows x columns x the
     sum of the runs' k (a k-means iteration's multiply-adds; NMF's alike), and
@@ -410,12 +261,6 @@ def ensemble_labels(X, spec, seed: int = 0, progress=None, n_jobs: int | None = 
     for j, (run_labels, _) in enumerate(fitted):
         labels[:, j] = run_labels
     return labels
-
-
-def stacked_models(models) -> tuple[np.ndarray, np.ndarray]:
-    """The runs' models stacked, and ``groups``: run j owns rows ``groups[j]:groups[j+1]``."""
-    models = list(models)
-    return np.concatenate(models), np.concatenate([[0], np.cumsum([m.shape[0] for m in models])])
 
 
 def ensemble_fit(X, spec, seed: int = 0, progress=None, n_jobs: int | None = None) -> dict:

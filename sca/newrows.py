@@ -5,7 +5,7 @@
 Each input kind gives them its own way (Meyer & Wessell, Sec. 1 and 4.4):
 
 * label runs (and an ensemble on raw data, whose runs label the new row with
-  the models they learned, :func:`sca.ensemble.ensemble_predict`): its label
+  the models they learned, :func:`sca.ensemble_models.ensemble_predict`): its label
   in each run picks one column of the membership matrix H per run, its row
   ``h`` of H, so ``s = H h`` (= ``h H^T``: the runs it shares with each
   element) and ``s_00`` the runs it is in, without forming S;
@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from .ensemble import ensemble_predict
+from .ensemble_models import ensemble_predict
 from .errors import SCAError
 from .operators import label_spans
 
@@ -70,7 +70,7 @@ def ensemble_state(labels, models, groups, algorithms) -> dict[str, np.ndarray]:
     """What placing new rows of raw data needs of a fitted ensemble.
 
     The runs' models stacked (run j owns rows ``groups[j]:groups[j+1]``,
-    :func:`sca.ensemble.stacked_models`), each run's algorithm, and the label
+    :func:`sca.ensemble_models.stacked_models`), each run's algorithm, and the label
     each column of H stands for (:func:`run_columns` of the runs' ``labels``).
 
     Parameters
@@ -105,7 +105,7 @@ def ensemble_rows(A, state, X_new) -> tuple[np.ndarray, np.ndarray]:
     """New rows of raw data as consensus rows against a fitted ensemble.
 
     The rows are scaled as the ensemble's data was; each fitted run labels them
-    (:func:`sca.ensemble.ensemble_predict`), then :func:`label_rows` gives
+    (:func:`sca.ensemble_models.ensemble_predict`), then :func:`label_rows` gives
     their consensus rows against the membership matrix ``A``.
 
     Parameters

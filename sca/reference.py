@@ -49,7 +49,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from .balance import balance
-from .ensemble import ensemble_items, ensemble_labels, ensemble_plan, ensemble_work
+from .ensemble import ensemble_labels, ensemble_work
+from .ensemble_spec import ensemble_items, ensemble_plan
 from .errors import BalancingError
 from .inputs import membership_operator
 from .operators.kernels import single_threaded

@@ -71,7 +71,7 @@ from threadpoolctl import threadpool_limits
 
 import sca
 from sca.cli import parse_ensemble
-from sca.ensemble import default_ensemble
+from sca.ensemble_spec import default_ensemble
 from sca.planted import planted_runs, planted_truth
 
 NO_STRUCTURE, WEAK, PLANTED, DATA_SETS = "no structure", "weak", "planted", "data"

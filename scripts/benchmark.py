@@ -28,7 +28,7 @@ Raw-data rows (``--raw``): the whole default job on raw data,
 ``sca.StochasticClustering(random_state=0).fit(X)``, on ``make_blobs`` data
 (5 clusters) of n x d = 1,000 x 20, 10,000 x 50 and 100,000 x 50, beside a
 peer measured in the same process: scikit-learn's ``KMeans`` run once per run
-of the default ensemble (``sca.ensemble.default_ensemble(n)``, read when the
+of the default ensemble (``sca.ensemble_spec.default_ensemble(n)``, read when the
 benchmark runs), at the same k, one thread per run, one run after the other.
 The two alternate, repeat by repeat; medians of wall and CPU seconds (CPU of
 every thread of the process and of its worker processes) are printed with the
@@ -319,9 +319,9 @@ def raw_peer(X: np.ndarray, seed: int) -> int:
     from sklearn.cluster import KMeans
     from threadpoolctl import threadpool_limits
 
-    import sca.ensemble
+    import sca.ensemble_spec
 
-    plan = sca.ensemble.ensemble_plan(sca.ensemble.default_ensemble(X.shape[0]), seed)
+    plan = sca.ensemble_spec.ensemble_plan(sca.ensemble_spec.default_ensemble(X.shape[0]), seed)
     with threadpool_limits(limits=1):
         for run in plan:
             KMeans(n_clusters=run["k"], n_init=1, random_state=run["seed"]).fit(X)

@@ -28,7 +28,7 @@ import scipy.sparse as sp
 
 import sca
 from sca import storage
-from sca.ensemble import check_ensemble_data, needs_nonnegative
+from sca.ensemble_spec import check_ensemble_data, needs_nonnegative
 from sca.inputs import SIMILARITIES, Scaling, check_snn, fit_scaling
 from sca.options import INPUT_KINDS
 

@@ -100,7 +100,7 @@ def ensemble_collect(store: Store, record: dict, total: int) -> None:
 
 def save_models(store: Store, name: str, labels, runs: list) -> None:
     """What new elements need of the ensemble (:func:`sca.newrows.ensemble_state`)."""
-    models, groups = sca.ensemble.stacked_models(run["model"] for run in runs)
+    models, groups = sca.ensemble_models.stacked_models(run["model"] for run in runs)
     algorithms = [run["algorithm"] for run in runs]
     store.save_arrays(name, sca.ensemble_state(labels, models, groups, algorithms))
 

@@ -78,7 +78,7 @@ def fit_scaling(X, how: str = "standard", centre: bool = True) -> Scaling:
     """The ``scale`` option (:func:`column_scaler`) fitted on checked raw data X.
 
     ``centre=False`` divides the columns without centring them: for NMF
-    runs, which need nonnegative data (:func:`sca.ensemble.needs_nonnegative`);
+    runs, which need nonnegative data (:func:`sca.ensemble_spec.needs_nonnegative`);
     k-means, the other algorithm, is blind to a shift.
     """
     m = X.shape[1]

@@ -139,7 +139,7 @@ def cluster(ids=None, options=None, progress=None, **inputs) -> dict:
     :data:`~sca.pipeline.stages.STAGES` (balancing, spectrum, iteration,
     diagnostics) then run on it.
     Raw data without ``ensemble`` or ``snn`` is clustered by
-    :func:`sca.ensemble.default_ensemble`.
+    :func:`sca.ensemble_spec.default_ensemble`.
 
     Parameters
     ----------

@@ -13,7 +13,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import options as registry
-from ..ensemble import default_ensemble, ensemble_fit, needs_nonnegative
+from ..ensemble import ensemble_fit
+from ..ensemble_spec import default_ensemble, needs_nonnegative
 from ..errors import SCAError
 from ..inputs import (
     SIMILARITIES,
@@ -32,7 +33,7 @@ def data_source(X, ensemble=None, snn=None, scale: str | None = None) -> dict:
     """What clusters raw data X: ``{"snn": ...}`` or ``{"ensemble": spec}``, and ``scale``.
 
     Without ``ensemble`` and ``snn`` the ensemble is
-    :func:`sca.ensemble.default_ensemble`; both at once is an error.  Every
+    :func:`sca.ensemble_spec.default_ensemble`; both at once is an error.  Every
     interface (this module, the service, the command line) resolves raw data
     here, so they run the same default.
     """
@@ -77,7 +78,7 @@ def build_operator(
     ``similarity`` is an input that gives S directly, by its kind's name
     (:data:`sca.inputs.SIMILARITIES`: ``consensus=`` or ``labels=``).  Raw data
     without ``ensemble`` or ``snn`` is clustered by
-    :func:`sca.ensemble.default_ensemble`, after its columns are scaled by
+    :func:`sca.ensemble_spec.default_ensemble`, after its columns are scaled by
     ``scale`` (the option's default when None; :func:`sca.inputs.fit_scaling`).
     Returns ``(operator, raw)``: raw is a :class:`RawData` for raw data (with
     the ensemble's models, a few centres a run, for new rows), else None.

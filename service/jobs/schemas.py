@@ -126,7 +126,7 @@ def _schemas(*limits):
             except SCAError as exc:
                 raise ValidationError(str(exc), exc.field) from None
             if "data" in given:
-                # neither: sca.ensemble.default_ensemble (sca.pipeline.data_source)
+                # neither: sca.ensemble_spec.default_ensemble (sca.pipeline.data_source)
                 if "ensemble" in data and "snn" in data:
                     raise ValidationError("data takes ensemble or snn, not both", "ensemble")
             else:

@@ -18,7 +18,7 @@ import scipy.sparse as sp
 from flask import current_app, request
 from marshmallow import ValidationError
 
-from sca.ensemble import ensemble_size
+from sca.ensemble_spec import ensemble_size
 from sca.io import Declared, read_matrix
 from sca.options import INPUT_KINDS
 from sca.pipeline import data_source

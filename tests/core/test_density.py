@@ -47,7 +47,7 @@ def test_single_linkage_ensemble_finds_two_rings():
 @pytest.mark.parametrize("with_kmeans", [False, True])
 def test_no_groups_give_one_cluster_with_single_linkage_runs(with_kmeans):
     X = np.random.default_rng(0).standard_normal((300, 10))
-    spec = SINGLE + (sca.ensemble.default_ensemble(300) if with_kmeans else [])
+    spec = SINGLE + (sca.ensemble_spec.default_ensemble(300) if with_kmeans else [])
     model = sca.StochasticClustering(ensemble=spec, random_state=0).fit(X)
     assert model.n_clusters_ == 1, model.notes_
 
@@ -99,7 +99,7 @@ def test_predict_places_new_moon_rows_where_refitting_puts_them():
 def test_single_is_an_ensemble_algorithm_everywhere():
     assert "single" in sca.options.ALGORITHMS
     assert parse_ensemble("single:2,3x8") == {"algorithm": "single", "k": [2, 3], "runs": 8}
-    assert sca.ensemble.ensemble_size(SINGLE) == 32
+    assert sca.ensemble_spec.ensemble_size(SINGLE) == 32
     with pytest.raises(sca.SCAError) as err:
         sca.ensemble_plan([{"algorithm": "single", "k": 0, "runs": 2}])
     assert err.value.field == "ensemble[0].k"

@@ -13,6 +13,7 @@ from sklearn.metrics import adjusted_rand_score
 
 import sca
 import sca.ensemble
+import sca.ensemble_spec
 import sca.pool
 from sca.operators.threads import single_threaded, threadpools
 
@@ -61,7 +62,7 @@ def test_progress_counts_every_run_on_the_calling_thread(blobs, n_jobs):
         progress=lambda done, total: calls.append((done, total, threading.get_ident())),
         n_jobs=n_jobs,
     )
-    total = sca.ensemble.ensemble_size(SPEC)
+    total = sca.ensemble_spec.ensemble_size(SPEC)
     assert calls == [(done, total, caller) for done in range(1, total + 1)]
 
 

@@ -151,7 +151,7 @@ def test_references_stop_early_only_when_k_is_settled(groups, early):
         if groups
         else NO_STRUCTURE["Gaussian 10-D"](np.random.default_rng(3))
     )
-    ensemble = sca.ensemble.default_ensemble(X.shape[0])
+    ensemble = sca.ensemble_spec.default_ensemble(X.shape[0])
     P = sca.balance(sca.membership_operator(sca.ensemble_labels(X, ensemble))).P
     every = reference_spectra(X, ensemble, seed=2)
     spectra = reference_spectra(

@@ -8,7 +8,7 @@ import numpy as np
 import requests
 
 import sca
-from sca.ensemble import default_ensemble, ensemble_size
+from sca.ensemble_spec import default_ensemble, ensemble_size
 from tests.conftest import TWO_GROUPS, http_get, wait_for
 
 

@@ -253,7 +253,7 @@ def _store(client):
 
 
 def test_data_alone_runs_the_default_ensemble_on_standardised_columns(client):
-    from sca.ensemble import default_ensemble, ensemble_size
+    from sca.ensemble_spec import default_ensemble, ensemble_size
 
     job_id = submit(client, {"data": TWO_GROUPS}).get_json()["id"]
     job = wait_for(client.get, job_id)
