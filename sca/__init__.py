@@ -16,6 +16,7 @@ from types import ModuleType as _ModuleType
 # fast: numpy, scipy and scikit-learn come with the first name that needs them.
 _EXPORTS = {
     "balance": ("BalanceResult", "balance"),
+    "bordered": ("BorderedOperator", "Extension", "extend_scaling"),
     "clustering": ("iterate",),
     "custom": ("CustomResult", "custom_cluster", "neighbours"),
     "diagnostics": ("clustering_errors", "evaluate", "matching", "uncoupling_measure"),
@@ -51,14 +52,7 @@ _EXPORTS = {
         "run_stages",
         "spectrum_dict",
     ),
-    "placement": (
-        "BorderedOperator",
-        "Extension",
-        "Placement",
-        "extend_scaling",
-        "place",
-        "predict",
-    ),
+    "placement": ("Placement", "place", "predict"),
     "spectral": ("SpectrumResult", "largest_gap_k", "perron_cluster", "spectrum"),
     "warmup": ("warm",),
 }

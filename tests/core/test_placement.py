@@ -1,4 +1,4 @@
-"""New elements placed into a finished clustering (sca.placement, sca.newrows)."""
+"""New elements placed into a finished clustering (sca.bordered, sca.placement, sca.newrows)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import pytest
 import scipy.sparse as sp
 
 import sca
+from sca.bordered import BorderedOperator, extend_scaling
 from sca.newrows import check_new_data, consensus_rows_each, neighbour_index, neighbour_rows
-from sca.placement import BorderedOperator, extend_scaling
 from sca.planted import planted_runs, planted_truth
 from tests.conftest import BASEBALL_S, DATA, load_csv
 
