@@ -5,32 +5,35 @@
 Fig. 3.1) and keeps the answer as fitted attributes.  ``affinity`` says what
 X is: raw data (an ensemble of k-means runs, or the shared-nearest-neighbour
 measure of Sec. 4.4, builds S), label runs (S = H H^T, never formed), or S
-itself.  On raw data, ``predict`` places new rows into the fitted clustering
-with the functions the service's new-element queries use (:mod:`sca.newrows`,
-:mod:`sca.placement`).
+itself (:mod:`sca.affinity`).  On raw data, ``predict`` places new rows into
+the fitted clustering with the functions the service's new-element queries
+use (:mod:`sca.newrows`, :mod:`sca.placement`).  The parameters reach the
+core as its options, and its errors come back under the parameters' names
+(:mod:`sca.estimator_parameters`).
 """
 
 from __future__ import annotations
 
-from contextlib import contextmanager
-from numbers import Integral
-from types import SimpleNamespace
-
 import numpy as np
 from sklearn.base import BaseEstimator, ClusterMixin
-from sklearn.utils import check_random_state
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
+from .affinity import (
+    AFFINITIES,
+    DEFAULT_SNN_NEIGHBORS,
+    RAW_DATA,
+    affinity_operator,
+    affinity_rows,
+)
 from .clustering import DEFAULT_MAX_ITERATIONS, DEFAULT_STABLE, DEFAULT_STARTS
 from .diagnostics import confidence
 from .errors import SCAError
-from .iteration import check_iteration_options
-from .newrows import ensemble_rows, ensemble_state, neighbour_index, neighbour_rows
+from .estimator_parameters import as_parameters, check_options, seed_of
 from .options import OPTIONS, check
-from .pipeline import build_operator, run_stages
+from .pipeline import run_stages
 from .placement import predict as place_rows
-from .spectral import DEFAULT_RULE, check_spectrum_options
+from .spectral import DEFAULT_RULE
 
 try:
     from sklearn.utils.validation import validate_data
@@ -40,29 +43,8 @@ except ImportError:  # scikit-learn < 1.6
         return estimator._validate_data(X, **kwargs)
 
 
-AFFINITIES = ("ensemble", "snn", "labels", "precomputed")
-#: The affinities whose X is raw data: scaled by ``scale``, and placed by ``predict``.
-RAW_DATA = ("ensemble", "snn")
-#: Neighbours of the shared-nearest-neighbour measure by default (fewer when n is small).
-DEFAULT_SNN_NEIGHBORS = 10
-
-#: The core's name of a faulty input or option -> the estimator's parameter.
-_PARAMETERS = {
-    "options.k": "n_clusters",
-    "options.k_hat": "k_hat",
-    "options.min_k": "min_k",
-    "options.max_k": "max_k",
-    "options.rule": "rule",
-    "options.split": "split",
-    "options.starts": "starts",
-    "options.stable": "stable",
-    "options.max_iterations": "max_iterations",
-    "options.seed": "random_state",
-    "options.scale": "scale",
-    "snn.kappa": "n_neighbors",
-    "snn.metric": "metric",
-    "ensemble": "ensemble",
-}
+# The affinities were declared here before they had a module of their own.
+__all__ = ["AFFINITIES", "DEFAULT_SNN_NEIGHBORS", "RAW_DATA", "StochasticClustering"]
 
 
 class StochasticClustering(ClusterMixin, BaseEstimator):
@@ -279,7 +261,7 @@ class StochasticClustering(ClusterMixin, BaseEstimator):
             ensure_min_samples=2,
         )
         n = X.shape[0]
-        seed = self._seed()
+        seed = seed_of(self.random_state)
         options = {
             "k": self.n_clusters,
             "k_hat": self.k_hat,
@@ -293,10 +275,12 @@ class StochasticClustering(ClusterMixin, BaseEstimator):
             "reconsensus": self.reconsensus,
             "seed": seed,
         }
-        with _as_parameters():
-            self._check_options(n, options)
+        with as_parameters():
+            check_options(n, options)
             check("scale", self.scale)  # refused before any work, whatever the affinity
-            S, raw, placement = self._operator(X, seed)
+            S, raw, placement = affinity_operator(
+                self.affinity, X, seed, self.ensemble, self.n_neighbors, self.metric, self.scale
+            )
             balanced, spec, result, _ = run_stages(S, options, raw=raw)
         labels = result.labels.astype(np.int64)
         k = int(labels.max()) + 1
@@ -315,61 +299,6 @@ class StochasticClustering(ClusterMixin, BaseEstimator):
             # what predict reads: new rows meet the balanced P of the fitted elements
             self._placement = {**placement, "P": balanced.P}
         return self
-
-    def _seed(self) -> int:
-        rng = check_random_state(self.random_state)  # refuses what numpy cannot seed with
-        if isinstance(self.random_state, Integral) and not isinstance(self.random_state, bool):
-            return int(self.random_state)
-        return int(rng.randint(np.iinfo(np.int32).max))
-
-    @staticmethod
-    def _check_options(n: int, options: dict) -> None:
-        """Refuse bad options before the ensemble runs, with the core's own checks.
-
-        The core's options registry (``sca.options``) replaces these two calls
-        when it lands.
-        """
-        check_spectrum_options(
-            n, options["k"], options["k_hat"], options["min_k"], options["max_k"], options["rule"]
-        )
-        check_iteration_options(
-            SimpleNamespace(n=n),
-            options["k"] or 1,
-            options["starts"],
-            options["stable"],
-            options["max_iterations"],
-            options["split"],
-        )
-
-    def _operator(self, X, seed: int):
-        """The consensus operator of X (:func:`sca.pipeline.build_operator`), the
-        raw data as the core saw it (:class:`sca.pipeline.RawData`, or None),
-        and what ``predict`` needs of its making.
-
-        The ensemble keeps the runs' models (:func:`sca.ensemble.ensemble_fit`,
-        the same plan and so the same S); SNN keeps a neighbour index of the
-        scaled data.
-        """
-        if self.affinity == "precomputed":
-            return build_operator(consensus=X)[0], None, {}
-        if self.affinity == "labels":
-            return build_operator(labels=X)[0], None, {}
-        if self.affinity == "snn":
-            kappa = (
-                min(DEFAULT_SNN_NEIGHBORS, X.shape[0] - 1)
-                if self.n_neighbors is None
-                else self.n_neighbors
-            )
-            S, raw = build_operator(
-                data=X, snn={"kappa": kappa, "metric": self.metric}, scale=self.scale
-            )
-            return S, raw, {"neighbours": neighbour_index(raw.scaled, self.metric), "kappa": kappa}
-        S, raw = build_operator(data=X, ensemble=self.ensemble, seed=seed, scale=self.scale)
-        fitted = raw.fitted
-        state = ensemble_state(
-            fitted["labels"], fitted["models"], fitted["groups"], fitted["algorithms"]
-        )
-        return S, raw, state
 
     def _predicts(self) -> bool:
         if self.affinity not in RAW_DATA:
@@ -408,13 +337,10 @@ class StochasticClustering(ClusterMixin, BaseEstimator):
         """
         check_is_fitted(self)
         X = self.scaler_.transform(validate_data(self, X, reset=False))
-        state = self._placement
-        P = state["P"]
-        if self.affinity == "snn":
-            rows, selfs = neighbour_rows(state["neighbours"], P.H, X, state["kappa"])
-        else:
-            rows, selfs = ensemble_rows(P.H, state, X)
-        clusters, _ = place_rows(P, self.labels_, rows, selfs, typical=self.cluster_confidence_)
+        rows, selfs = affinity_rows(self.affinity, self._placement, X)
+        clusters, _ = place_rows(
+            self._placement["P"], self.labels_, rows, selfs, typical=self.cluster_confidence_
+        )
         return clusters
 
     def __sklearn_tags__(self):
@@ -437,16 +363,3 @@ class StochasticClustering(ClusterMixin, BaseEstimator):
             if self.affinity == "precomputed"
             else ["2darray"],
         }
-
-
-@contextmanager
-def _as_parameters():
-    """Re-raise the core's input errors under the estimator's parameter names."""
-    try:
-        yield
-    except SCAError as error:
-        field = error.field or ""
-        name = _PARAMETERS.get(field) or ("ensemble" if field.startswith("ensemble") else None)
-        if type(error) is not SCAError or name is None:
-            raise
-        raise SCAError(f"{error} (parameter {name!r})", name) from error
