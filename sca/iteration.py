@@ -42,7 +42,7 @@ from scipy.linalg import solve_triangular
 
 from .diagnostics import matching
 from .errors import SCAError
-from .operators import ConsensusOperator, FactorOperator
+from .operators import ConsensusOperator, FactorOperator, threads
 from .operators.kernels import threadpools
 from .options import SPLITS, check  # noqa: F401 - SPLITS re-exported
 from .small_kmeans import SmallKMeans
@@ -253,7 +253,7 @@ def _cholesky_qr(Y: np.ndarray, G: np.ndarray | None = None) -> np.ndarray | Non
     Q = Y
     try:
         for _ in range(2):
-            R = np.linalg.cholesky(Q.T @ Q if G is None else Q.T @ G @ Q).T
+            R = np.linalg.cholesky(Q.T @ Q if G is None else threads.matmul(Q.T, G) @ Q).T
             # Q R^-1 as the triangular solve R^T X = Q^T (twice as fast as forming R^-1)
             Q = solve_triangular(R, Q.T, trans="T").T
     except np.linalg.LinAlgError:
@@ -381,9 +381,9 @@ class _FactorSpace:
             self.Z = np.zeros((self.G.shape[0], Y.shape[1]))
             Z = self.P.factor_transpose(Y[:, cols])
         else:
-            Z = self.G @ self.Z[:, cols]
+            Z = threads.matmul(self.G, self.Z[:, cols])
         Z -= np.outer(self.w, self.w @ Z) / self.P.n
-        norms = np.sqrt(np.maximum(np.einsum("ij,ij->j", Z, self.G @ Z), 0.0))
+        norms = np.sqrt(np.maximum(np.einsum("ij,ij->j", Z, threads.matmul(self.G, Z)), 0.0))
         for s in range(0, Z.shape[1], self.block):
             part = _cholesky_qr(Z[:, s : s + self.block], self.G)
             if part is None:
