@@ -42,7 +42,7 @@ from scipy.linalg import solve_triangular
 
 from .diagnostics import matching
 from .errors import SCAError
-from .operators import ConsensusOperator, FactorOperator
+from .operators import ConsensusOperator, FactorOperator, threads
 from .operators.kernels import threadpools
 from .options import SPLITS, check  # noqa: F401 - SPLITS re-exported
 from .small_kmeans import SmallKMeans
@@ -253,7 +253,7 @@ def _cholesky_qr(Y: np.ndarray, G: np.ndarray | None = None) -> np.ndarray | Non
     Q = Y
     try:
         for _ in range(2):
-            R = np.linalg.cholesky(Q.T @ Q if G is None else Q.T @ G @ Q).T
+            R = np.linalg.cholesky(Q.T @ Q if G is None else threads.matmul(Q.T, G) @ Q).T
             # Q R^-1 as the triangular solve R^T X = Q^T (twice as fast as forming R^-1)
             Q = solve_triangular(R, Q.T, trans="T").T
     except np.linalg.LinAlgError:
@@ -347,7 +347,7 @@ def evolve(
             return done, t, (steps if trace else None), Y
         # x_t^T = x_{t-1}^T P on the deflated iterate, then renormalise.
         cols = np.concatenate([np.arange(s * block, (s + 1) * block) for s in active])
-        if space is not None and (norms := space.step(Y, cols)) is not None:
+        if space is not None and (norms := space.step(Y, cols, trace)) is not None:
             Y[:, cols] = space.expand(cols)
         else:  # on n-vectors (and from here on, should the K-vectors lose rank)
             space = None
@@ -373,17 +373,20 @@ class _FactorSpace:
         self.w = P.factor_transpose(P.ones())
         self.Z: np.ndarray | None = None
 
-    def step(self, Y: np.ndarray, cols: np.ndarray) -> np.ndarray | None:
+    def step(self, Y: np.ndarray, cols: np.ndarray, measure: bool = True) -> np.ndarray | None:
         """One product for the columns ``cols`` of the iterate ``Y``, deflated
-        and normalised; returns the norms after deflation, or None where a
-        block's columns are (nearly) dependent."""
+        and normalised; returns the norms after deflation (ones unless
+        ``measure``: only a trace reads them, and they cost a product with G),
+        or None where a block's columns are (nearly) dependent."""
         if self.Z is None:  # the random start is no F Z: its product is F (F^T x_0)
             self.Z = np.zeros((self.G.shape[0], Y.shape[1]))
             Z = self.P.factor_transpose(Y[:, cols])
         else:
-            Z = self.G @ self.Z[:, cols]
+            Z = threads.matmul(self.G, self.Z[:, cols])
         Z -= np.outer(self.w, self.w @ Z) / self.P.n
-        norms = np.sqrt(np.maximum(np.einsum("ij,ij->j", Z, self.G @ Z), 0.0))
+        norms = np.ones(Z.shape[1])
+        if measure:
+            norms = np.sqrt(np.maximum(np.einsum("ij,ij->j", Z, threads.matmul(self.G, Z)), 0.0))
         for s in range(0, Z.shape[1], self.block):
             part = _cholesky_qr(Z[:, s : s + self.block], self.G)
             if part is None:

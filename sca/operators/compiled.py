@@ -208,3 +208,16 @@ def gather_block(rows, binoff, table, lo, hi, out):
             source = table[binoff[a] + row[a]]
             for c in range(b):
                 y[c] += source[c]
+
+
+@_jit
+def put_blocks(G, blocks, rows, cols, mine):
+    """``G[rows[p, i], cols[p, j]] = blocks[p, i, j]`` and its mirror image
+    ``G[cols[p, j], rows[p, i]]``, for the blocks ``p`` in ``mine``."""
+    for p in mine:
+        r, c, block = rows[p], cols[p], blocks[p]
+        for i in range(block.shape[0]):
+            ri = r[i]
+            for j in range(block.shape[1]):
+                G[ri, c[j]] = block[i, j]
+                G[c[j], ri] = block[i, j]

@@ -16,6 +16,7 @@ from collections.abc import Callable
 import numpy as np
 import scipy.sparse as sp
 
+from . import threads
 from .eigen import DENSE_SPECTRUM_MAX_N, Eigenvalues
 from .lanczos import BLOCK, BlockLanczos
 
@@ -152,7 +153,7 @@ class GramSpectrum(Eigenvalues):
             self._gram = gram  # also for the iteration (factor_gram)
         if k_hat < K - 1 and K > DENSE_SPECTRUM_MAX_N and (few or K > GRAM_MAX_K) and not dense:
             values = self._lanczos_of(
-                lambda Z: np.asarray(gram @ Z.astype(gram.dtype), dtype=float)
+                lambda Z: np.asarray(threads.matmul(gram, Z.astype(gram.dtype)), dtype=float)
             ).eigenvalues(k_hat, FEW_TOL if few else LANCZOS_TOL, floor)
         else:
             # in float64 even for a float32 G: LAPACK's ssyevd is slower here than dsyevd

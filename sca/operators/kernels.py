@@ -148,8 +148,8 @@ def joint(packed: np.ndarray, binoff: np.ndarray, w: np.ndarray, pairs, dtype=np
 def block_gram(
     packed, binoff, w, pairs, marginal, index, K: int, dtype, single: bool = False
 ) -> np.ndarray:
-    """The upper triangle of ``(DH)^T (DH)`` over the rows of ``packed`` (weights
-    ``w = d^2``), one row and column more for the marginals' padding: the
+    """``(DH)^T (DH)`` over the rows of ``packed`` (weights ``w = d^2``), one row
+    and column more for the marginals' padding: the
     weighted counts of each group's codes and of each pair of groups' pairs of
     codes, put onto the runs' labels.  Linear in the rows, so a chunked
     operator sums the blocks' (K-sized) results.  ``single``: every group is one
@@ -168,16 +168,14 @@ def block_gram(
             G[index[a, :size], index[a, :size]] = own[binoff[a] : binoff[a + 1]]
         if len(pairs):
             counts = joint(packed, binoff, w, pairs, dtype)
-            pa, pb = pairs.T
-            G[index[pa][:, :, None], index[pb][:, None, :]] = counts[:, :width, :width]
+            _put_blocks(G, counts[:, :width, :width], index[pairs[:, 0]], index[pairs[:, 1]])
         return G
     # Onto the runs' labels: block (a, b) of G is marginal_a^T counts_ab marginal_b,
     # one product per group on each side (marginals zero-padded to one shape).
-    for a in range(g):  # G's diagonal blocks, upper triangle
+    for a in range(g):  # G's diagonal blocks, their upper triangle mirrored
         block = marginal[a, : binoff[a + 1] - binoff[a]]
-        G[np.ix_(index[a], index[a])] = np.triu(
-            block.T @ (own[binoff[a] : binoff[a + 1], None] * block)
-        )
+        upper = np.triu(block.T @ (own[binoff[a] : binoff[a + 1], None] * block))
+        G[np.ix_(index[a], index[a])] = upper + np.triu(upper, 1).T
     if len(pairs):
         counts = joint(packed, binoff, w, pairs, dtype)
         pa, pb = pairs.T
@@ -190,8 +188,28 @@ def block_gram(
             at = np.flatnonzero(pa == a)
             stacked = right[at].transpose(1, 0, 2).reshape(B, -1)
             blocks[at] = (marginal[a].T @ stacked).reshape(width, at.size, width).transpose(1, 0, 2)
-        G[index[pa][:, :, None], index[pb][:, None, :]] = blocks  # disjoint cells
+        _put_blocks(G, blocks, index[pa], index[pb])
     return G
+
+
+def _put_blocks(G, blocks, rows, cols) -> None:
+    """Blocks ``p`` of G at ``rows[p] x cols[p]`` and their mirror images (disjoint
+    cells but for the marginals' padding, where every block holds zeros), the
+    blocks shared out over the cores."""
+    c = _compiled(blocks.shape[0] * blocks.shape[1] * blocks.shape[2])
+    rows, cols = np.ascontiguousarray(rows), np.ascontiguousarray(cols)
+    if c is None:
+        G[rows[:, :, None], cols[:, None, :]] = blocks
+        G[cols[:, :, None], rows[:, None, :]] = blocks.transpose(0, 2, 1)
+        return
+    blocks = np.ascontiguousarray(blocks)
+    parts = max(1, min(threads.THREADS, blocks.size // threads.MIN_ROWS_PER_THREAD))
+    threads.parallel(
+        [
+            partial(c.put_blocks, G, blocks, rows, cols, np.arange(t, len(blocks), parts))
+            for t in range(parts)
+        ]
+    )
 
 
 def block_links(packed, binoff, w, pairs, first, marginal, index, K: int) -> np.ndarray:

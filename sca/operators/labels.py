@@ -347,9 +347,7 @@ class LabelOperator(FactorOperator):
             by_row=(self._weights(),),
             limit=limit,
         )
-        G = G[:-1, :-1]
-        G = G + np.triu(G, 1).T
-        return G.astype(dtype, copy=False)
+        return np.array(G[:-1, :-1], dtype=dtype)
 
     def _components(self):
         """Components of the cluster graph (as :meth:`FactorOperator._pattern`:

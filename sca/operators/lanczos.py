@@ -28,6 +28,8 @@ from collections.abc import Callable
 import numpy as np
 import scipy.linalg as la
 
+from . import threads
+
 #: Columns of each block (one pass over the labels serves them all).
 BLOCK = 16
 #: The basis is kept whole: at most this many bytes of it.
@@ -90,7 +92,7 @@ class BlockLanczos:
         """W less its part in the basis, twice (classical Gram-Schmidt by blocks)."""
         V = self.V[:, : self.dim]
         for _ in range(2):
-            W -= V @ (V.T @ W)
+            W -= threads.matmul(V, threads.matmul(V.T, W))
         return W
 
     def _orthonormal(self, W: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -125,7 +127,7 @@ class BlockLanczos:
         self.dim += b
         W = self.apply(Q)
         # T's new columns exactly: V^T G Q (the older ones are rounding apart from zero)
-        coefficients = self.V[:, : self.dim].T @ W
+        coefficients = threads.matmul(self.V[:, : self.dim].T, W)
         self.T[: self.dim, lo : lo + b] = coefficients
         self.T[lo : lo + b, : self.dim] = coefficients.T
         block = self.T[lo : lo + b, lo : lo + b]

@@ -6,7 +6,9 @@ pool (:func:`parallel`).  While they do, BLAS is held to one thread
 (:func:`one_blas_thread`): its spinning threads would take the kernels' cores.
 Work spread one task per core by its caller (the ensemble's runs) runs with
 one BLAS and one OpenMP thread (:func:`single_threaded`).  Both go through one
-cached ``threadpoolctl`` controller (:func:`threadpools`).
+cached ``threadpoolctl`` controller (:func:`threadpools`).  While BLAS is held
+to one thread, a large dense product (the ``K x K`` Gram matrix's, in the
+spectrum and the iteration) is itself cut over the cores (:func:`matmul`).
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ from threadpoolctl import ThreadpoolController
 
 #: Below this many rows per core a kernel runs on the calling thread alone.
 MIN_ROWS_PER_THREAD = 1 << 15
+#: Below this many multiply-adds per core a product runs on the calling thread alone.
+MIN_MATMUL_WORK = 1 << 22
 THREADS = max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1)
 _pool: tuple[int, ThreadPoolExecutor] | None = None
 
@@ -70,12 +74,52 @@ def one_blas_thread(stage):
 
     @functools.wraps(stage)
     def limited(P, *args, **kwargs):
+        global _held
         if THREADS == 1 or not getattr(P, "threaded_kernels", False):
             return stage(P, *args, **kwargs)
         with threadpools().limit(limits=1, user_api="blas"):
-            return stage(P, *args, **kwargs)
+            with _held_lock:
+                _held += 1
+            try:
+                return stage(P, *args, **kwargs)
+            finally:
+                with _held_lock:
+                    _held -= 1
 
     return limited
+
+
+_held_lock = threading.Lock()
+#: Stages running under :func:`one_blas_thread` (BLAS on one thread meanwhile).
+_held = 0
+_ALIGN = 64
+
+
+def matmul(A: np.ndarray, B: np.ndarray) -> np.ndarray:
+    """``A @ B``, cut over the cores while :func:`one_blas_thread` holds BLAS to
+    one thread: A's rows, or B's columns where those are more, one share per
+    core, each a one-thread BLAS product of its own (BLAS's own threads are
+    the ones held back).  The shares are cut at multiples of BLAS's register
+    blocks, so that in float64 each entry is summed as the whole product sums
+    it; float32 products (a null draw's rough spectrum) may round otherwise.
+    Elsewhere, or for a small product, ``A @ B`` as it stands."""
+    m, n = A.shape[0], B.shape[1] if B.ndim == 2 else 1
+    if _held == 0 or THREADS == 1 or B.ndim != 2 or m * n * A.shape[1] < THREADS * MIN_MATMUL_WORK:
+        return A @ B
+    out = np.empty((m, n), dtype=np.result_type(A, B))
+    by_rows = m >= n
+    size = m if by_rows else n
+    edges = [min(size, -(-size * t // THREADS) // _ALIGN * _ALIGN) for t in range(THREADS)]
+    edges = edges + [size]
+
+    def share(lo: int, hi: int) -> None:
+        if by_rows:
+            np.matmul(A[lo:hi], B, out=out[lo:hi])
+        else:
+            np.matmul(A, B[:, lo:hi], out=out[:, lo:hi])
+
+    parallel([functools.partial(share, lo, hi) for lo, hi in zip(edges[:-1], edges[1:])])
+    return out
 
 
 _single_lock = threading.Lock()

@@ -77,3 +77,32 @@ def test_stages_on_threaded_kernels_hold_blas_to_one_thread(monkeypatch):
     assert one_blas_thread(blas)(small) == before == blas(None)
     for stage in (sca.balance, sca.spectrum, sca.iterate, sca.custom_cluster):
         assert stage.__wrapped__ is not None  # each stage is held to one BLAS thread
+
+
+def test_dense_products_and_gram_blocks_cut_over_the_cores(monkeypatch):
+    """While BLAS is held to one thread, a large dense product is cut over the
+    cores, each float64 entry summed as the whole product sums it; the Gram
+    matrix's blocks, put in place and mirrored on several cores, are those of
+    the sparse H."""
+    monkeypatch.setattr(sca.operators.threads, "THREADS", 2)
+    monkeypatch.setattr(sca.operators.threads, "MIN_MATMUL_WORK", 1)
+    monkeypatch.setattr(sca.operators.threads, "MIN_ROWS_PER_THREAD", 1)
+    monkeypatch.setattr(sca.operators.kernels, "COMPILED_MIN_ROWS", 100)
+    monkeypatch.setattr(sca.operators.labels, "JOINT_MIN_N", 0)
+    rng = np.random.default_rng(5)
+    labels = rng.integers(0, 3, (300, 12)).astype(np.uint8)  # four groups: six pairs
+    op = sca.membership_operator(labels)
+    shapes = ((300, 50, 7), (7, 50, 300), (130, 65, 129))  # by rows, by columns, uneven shares
+
+    def products(P):
+        assert sca.operators.threads._held == 1
+        for m, k, n in shapes:
+            A, B = rng.standard_normal((m, k)), rng.standard_normal((k, n))
+            assert np.array_equal(sca.operators.threads.matmul(A, B), A @ B)
+        return P.gram()
+
+    G = one_blas_thread(products)(op)
+    assert sca.operators.threads._held == 0
+    H, groups = membership_factors(labels)
+    assert np.allclose(G, sca.FactoredOperator(H, groups=groups).gram(), rtol=1e-12)
+    assert np.array_equal(G, G.T)
