@@ -11,7 +11,7 @@ the client holds only K-sized arrays and a sample:
   (held on the workers) orthonormalised by Cholesky QR of their ``b x b``
   Gram matrices;
 * the k-means centres fitted on the same fixed sample of
-  :attr:`~sca.iteration._KMeansSplit.SAMPLE` rows as in memory, whose rows of
+  :attr:`~sca.splits.KMeansSplit.SAMPLE` rows as in memory, whose rows of
   ``DH`` are gathered once, and every element assigned to its nearest
   centre in a map over the row blocks;
 * whether a step's clustering is the previous one from the ``k x k`` table of
@@ -34,9 +34,9 @@ from .iteration import (
     IterationResult,
     _cholesky_qr,
     _FactorSpace,
-    _KMeansSplit,
 )
 from .operators.chunked import ChunkedLabelOperator, tree_sum
+from .splits import KMeansSplit
 
 
 def _dask():
@@ -104,7 +104,7 @@ def blocks_sum(function, arrays, *args, op=np.add):
 
 def canonical_chunked(labels, k: int):
     """Clusters numbered 0, 1, ... by first appearance (as
-    :func:`sca.iteration.canonical`), the first indices found per block."""
+    :func:`sca.splits.canonical`), the first indices found per block."""
     offsets = np.concatenate([[0], np.cumsum(labels.chunks[0])[:-1]])
     _, da = _dask()
     starts = da.from_array(offsets, chunks=1)
@@ -121,7 +121,7 @@ class _Split:
 
     def __init__(self, k: int, seed: int):
         self.k = k
-        self.kmeans = _KMeansSplit(k, seed, 1)  # its sample: the rows given to each call
+        self.kmeans = KMeansSplit(k, seed, 1)  # its sample: the rows given to each call
         self.labels = None
 
     def __call__(self, Y, sample_rows: np.ndarray) -> bool | None:
@@ -193,7 +193,7 @@ def iterate_chunked(
     if k == 1:
         labels = da.zeros(P.n, chunks=(P.rows,), dtype=np.int64)
         return IterationResult(labels, 0, [(labels, 1.0)])
-    sample = sample_rows(P.n, _KMeansSplit.SAMPLE, np.random.default_rng(seed))
+    sample = sample_rows(P.n, KMeansSplit.SAMPLE, np.random.default_rng(seed))
     splits = [_Split(k, seed + s) for s in range(starts)]
     Y = random_starts(P, seed, starts * block, eps)
     Y = P.hold(Y - Y.mean(axis=0))

@@ -17,7 +17,6 @@ from .errors import IterationError, SCAError
 from .inputs import membership_operator
 from .iteration import (
     IterationResult,
-    canonical,
     check_iteration_options,
     evolve,
     fuzzy_membership,
@@ -27,6 +26,7 @@ from .iteration import (
 from .operators import ChunkedLabelOperator, ConsensusOperator
 from .operators.threads import one_blas_thread
 from .options import OPTIONS
+from .splits import canonical
 
 DEFAULT_STABLE = OPTIONS["stable"].default
 DEFAULT_MAX_ITERATIONS = OPTIONS["max_iterations"].default

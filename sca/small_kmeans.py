@@ -1,6 +1,6 @@
 """scikit-learn's k-means, step for step, for the few rows of a small job's iterates.
 
-The iteration's split (:class:`sca.iteration._KMeansSplit`) fits k-means on
+The iteration's split (:class:`sca.splits.KMeansSplit`) fits k-means on
 the rows of each iterate, two fits a step.  On a job of a few dozen elements
 :class:`sklearn.cluster.KMeans` spends nearly all of a fit in its fixed cost
 per call (input and parameter validation, a new random state, thread pool

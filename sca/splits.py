@@ -1,0 +1,142 @@
+"""How the iterates become clusters (Meyer & Wessell, Sec. 3, Fig. 3.1, step 5).
+
+Each step of the iteration (:mod:`sca.iteration`) reads a clustering from its
+iterates: :func:`gap_split` cuts the sorted entries of one x_t at its k-1
+largest gaps (the paper's split), :class:`KMeansSplit` clusters the rows of a
+block of b = k-1 iterates with k-means (the default, see :mod:`sca.iteration`),
+and :func:`canonical` numbers the clusters of either by first appearance, so
+that equal partitions are equal arrays.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .operators.kernels import threadpools
+from .small_kmeans import SmallKMeans
+
+#: A cut whose gap is below this fraction of the spread of x_t is not a cut.
+GAP_EPS = 1e-9
+
+
+def canonical(labels: np.ndarray) -> np.ndarray:
+    """Relabel clusters 0, 1, ... in order of first appearance."""
+    labels = np.asarray(labels)
+    n = labels.size
+    if n and labels.dtype.kind in "iu" and 0 <= labels.min() and labels.max() < n:
+        # small nonnegative integers (every split's output): no sort of the n labels
+        first = np.full(int(labels.max()) + 1, n, dtype=np.int64)
+        np.minimum.at(first, labels, np.arange(n))
+        used = np.flatnonzero(first < n)
+        rank = np.empty(first.size, dtype=np.int64)
+        rank[used[np.argsort(first[used])]] = np.arange(used.size)
+        return rank[labels]
+    _, first, inverse = np.unique(labels, return_index=True, return_inverse=True)
+    rank = np.empty(first.size, dtype=np.int64)
+    rank[np.argsort(first)] = np.arange(first.size)
+    return rank[inverse.ravel()]
+
+
+def gap_split(x: np.ndarray, k: int) -> np.ndarray | None:
+    """Cluster the entries of ``x`` by cutting its sorted list at the k-1 largest gaps.
+
+    The paper's split of each x_t (Sec. 3, Fig. 3.1, step 5).  Ties between
+    equal gaps go to the smaller entries.
+
+    Parameters
+    ----------
+    x : ndarray of shape (n,)
+        The vector whose entries are clustered.
+    k : int
+        The number of clusters.
+
+    Returns
+    -------
+    ndarray of int, shape (n,) or None
+        Canonical labels (clusters numbered by first appearance), or ``None``
+        when a needed gap is (near) zero.
+
+    See Also
+    --------
+    iterate : Runs the evolution whose iterates are split.
+
+    References
+    ----------
+    .. [1] C. D. Meyer and C. D. Wessell, Stochastic Data Clustering, Sec. 3.
+    """
+    n = x.size
+    if k == 1:
+        return np.zeros(n, dtype=np.int64)
+    order = np.argsort(x, kind="stable")
+    values = x[order]
+    gaps = np.diff(values)
+    spread = values[-1] - values[0]
+    cuts = np.sort(np.argsort(-gaps, kind="stable")[: k - 1])
+    if spread <= 0 or gaps[cuts].min() <= GAP_EPS * spread:
+        return None
+    labels = np.empty(n, dtype=np.int64)
+    labels[order] = np.searchsorted(cuts, np.arange(n), side="left")
+    return canonical(labels)
+
+
+class KMeansSplit:
+    """k-means on the rows of a block, warm-started from the previous centres.
+
+    The centres are fitted on a fixed sample of rows (x_t changes little from
+    one step to the next) and every row is then assigned to its nearest
+    centre, so a step costs O(n k b) rather than a full k-means.
+    """
+
+    SAMPLE = 4096
+
+    def __init__(self, k: int, seed: int, n: int):
+        self.k, self.seed, self.centres = k, seed, None
+        rng = np.random.default_rng(seed)
+        self.sample = (
+            np.sort(rng.choice(n, self.SAMPLE, replace=False)) if n > self.SAMPLE else slice(None)
+        )
+
+    def fit(self, sample: np.ndarray):
+        """The k-means model of this step, fitted on the sampled rows."""
+        # A fresh k-means++ fit and the previous centres refined: keep the
+        # better, so neither a bad first start nor a stale optimum persists.
+        # Four fresh starts at first; one a step once the previous centres
+        # carry the best found so far.
+        fresh = 4 if self.centres is None else 1
+        if sample.shape[0] <= SmallKMeans.ROWS:
+            # A small job's few rows: scikit-learn's fixed cost per call would be
+            # most of the job; SmallKMeans is its algorithm on its random stream.
+            models = [SmallKMeans(self.k, n_init=fresh, random_state=self.seed)]
+            if self.centres is not None:
+                models.append(SmallKMeans(self.k, init=self.centres, random_state=self.seed))
+            best = min((m.fit(sample) for m in models), key=lambda m: m.inertia_)
+            self.centres = best.cluster_centers_
+            return best
+        from sklearn import config_context
+        from sklearn.cluster import KMeans  # scikit-learn loads when a k-means split runs
+
+        models = [KMeans(self.k, n_init=fresh, random_state=self.seed)]
+        if self.centres is not None:
+            models.append(KMeans(self.k, init=self.centres, n_init=1, random_state=self.seed))
+        # A few thousand rows: threads cost more.  The rows are finite (the
+        # iteration's orthonormal blocks) and the parameters ours, so scikit-learn's
+        # per-call checks, a sizeable share of a step, are skipped.
+        with config_context(assume_finite=True, skip_parameter_validation=True):
+            with threadpools().limit(limits=1):
+                best = min((m.fit(sample) for m in models), key=lambda m: m.inertia_)
+        self.centres = best.cluster_centers_
+        return best
+
+    def __call__(self, Y: np.ndarray) -> np.ndarray | None:
+        Y = Y.reshape(Y.shape[0], -1)
+        best = self.fit(Y[self.sample])
+        if isinstance(best, SmallKMeans):
+            labels = best.predict(Y)
+        else:
+            from sklearn import config_context
+
+            with config_context(assume_finite=True, skip_parameter_validation=True):
+                labels = best.predict(Y)
+        if np.count_nonzero(np.bincount(labels, minlength=self.k)) < self.k:
+            return None
+        return canonical(labels)
