@@ -75,16 +75,16 @@ def paged_result(
     with timed(clock, "diagnostics"):
         sizes = _sizes(labels, k)
     out = summary(
-        S.n,
-        k,
-        {"per_element": PAGED, "cluster_sizes": sizes},
-        spectrum,
-        {},
-        firm,
-        balance,
-        result,
-        uncoupling,
-        [
+        n=S.n,
+        k=k,
+        listing={"per_element": PAGED, "cluster_sizes": sizes},
+        spectrum=spectrum,
+        elements={},  # per-element figures are written, not listed
+        firm=firm,
+        balance=balance,
+        result=result,
+        uncoupling=uncoupling,
+        solutions=[
             {"frequency": freq, "cluster_sizes": _sizes(sol.astype(np.int64), k)}
             for sol, freq in result.solutions
         ],

@@ -144,6 +144,7 @@ def diagnosed(S, P, labels, timings: dict | None = None) -> tuple[dict, dict]:
 
 
 def summary(
+    *,
     n: int,
     k: int,
     listing: dict,
@@ -233,16 +234,19 @@ def result_dict(
     clusters = [members.tolist() for members in np.split(order, bounds)]
     uncoupling, firm = diagnosed(S, P, labels, timings)
     out = summary(
-        S.n,
-        spectrum["k"],
-        {"clusters": clusters, "labels": labels.tolist()},
-        spectrum,
-        {"confidence": np.round(np.asarray(firm["elements"]), 6).tolist()},
-        firm,
-        balance,
-        result,
-        uncoupling,
-        [{"labels": np.asarray(sol).tolist(), "frequency": freq} for sol, freq in result.solutions],
+        n=S.n,
+        k=spectrum["k"],
+        listing={"clusters": clusters, "labels": labels.tolist()},
+        spectrum=spectrum,
+        elements={"confidence": np.round(np.asarray(firm["elements"]), 6).tolist()},
+        firm=firm,
+        balance=balance,
+        result=result,
+        uncoupling=uncoupling,
+        solutions=[
+            {"labels": np.asarray(sol).tolist(), "frequency": freq}
+            for sol, freq in result.solutions
+        ],
     )
     if ids is not None:
         out["ids"] = list(ids)
