@@ -30,10 +30,9 @@ from functools import partial
 import numpy as np
 
 from . import threads
-from .threads import one_blas_thread, single_threaded, threadpools
 
 # The threads' controls, imported from here before they had their own module.
-__all__ = ["one_blas_thread", "single_threaded", "threadpools"]
+from .threads import one_blas_thread, single_threaded, threadpools  # noqa: F401
 
 #: Below this many rows the kernels are plain numpy (bincount, take): numba's
 #: import and first call in a fresh process would cost more.
