@@ -119,7 +119,7 @@ def add_input_arguments(p: argparse.ArgumentParser) -> None:
         help="clustering runs on --data whose consensus is clustered, repeatable: "
         "kmeans:3x100, nmf:2,3x50 (ALGO one of "
         f"{', '.join(registry.ALGORITHMS)}; K one or more k, RUNS runs of each; default "
-        "without --snn: k-means at several k, sca.ensemble.default_ensemble)",
+        "without --snn: k-means at several k, sca.ensemble_spec.default_ensemble)",
     )
     src.add_argument(
         "--snn",

@@ -28,7 +28,7 @@ INPUTS = (
         "data",
         "X",
         "Raw data, rows = elements; clustered by `ensemble` (default: k-means at several k, "
-        "`sca.ensemble.default_ensemble`) or `snn`, after the `scale` option.",
+        "`sca.ensemble_spec.default_ensemble`) or `snn`, after the `scale` option.",
         "raw data CSV/.npy, rows = elements (a header row is skipped); clustered by "
         "--ensemble (default: k-means at several k) or --snn, after --scale",
         columns="features",
