@@ -18,12 +18,11 @@ structureless (uniform 2-D, Gaussian 10-D, Gaussian 200 x 1000), weak
 structure (3 overlapping blobs), 2 ... 20 planted blobs, very unequal blobs
 (500, 150, 40, 15), anisotropic and unequal-spread blobs, moons, circles, at
 seeds 0 ... seeds - 1; and once each iris, wine, breast cancer, digits
-(scikit-learn) and leukemia (data/).  Medulloblastoma and Ruspini, also in
-the paper, are not in data/ and are missing here.  Each row prints the true
-k, every method's k and ARI, sca's ARI when told the true k and its seconds;
-the summary counts, per method, k right, k = 1 on structureless data, k no
-more than planted on weak structure, the largest unequal blocks not split,
-the mean ARI on the real sets and the seconds.
+(scikit-learn), leukemia, medulloblastoma and Ruspini (data/).  Each row
+prints the true k, every method's k and ARI, sca's ARI when told the true k
+and its seconds; the summary counts, per method, k right, k = 1 on
+structureless data, k no more than planted on weak structure, the largest
+unequal blocks not split, the mean ARI on the real sets and the seconds.
 
 **Label runs** (``--part labels``): no structure (random labels), weak
 structure (few runs, most labels random), 10/20/40 equal blocks at n = 4,000

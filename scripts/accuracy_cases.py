@@ -91,8 +91,12 @@ def shapes(seed: int):
     yield ("circles", *datasets.make_circles(500, factor=0.5, noise=0.05, random_state=seed))
 
 
+#: The real sets of data/, by folder name (X.csv and labels.csv in each).
+DATA_FOLDERS = ("leukemia", "medulloblastoma", "ruspini")
+
+
 def real_sets():
-    """The real sets of scikit-learn (shipped with it) and of data/."""
+    """The real sets of scikit-learn (shipped with it) and of data/ (:data:`DATA_FOLDERS`)."""
     for name, load in (
         ("iris", datasets.load_iris),
         ("wine", datasets.load_wine),
@@ -101,8 +105,8 @@ def real_sets():
     ):
         X, y = load(return_X_y=True)
         yield name, X.astype(float), y
-    folder = DATA / "leukemia"
-    yield "leukemia", load_matrix(folder / "X.csv"), load_labels(folder / "labels.csv")
+    for name in DATA_FOLDERS:
+        yield name, load_matrix(DATA / name / "X.csv"), load_labels(DATA / name / "labels.csv")
 
 
 def raw_cases(quick: bool = True, seeds: int = 3):
