@@ -69,10 +69,9 @@ class Eigenvalues:
         return np.sort(values)[::-1][:k_hat]
 
     def eigenvalue_bounds(self, k_hat: int) -> tuple[np.ndarray, np.ndarray]:
-        """Bounds of the ``k_hat`` largest eigenvalues where a rough figure will do
-        (a null draw's edge), as cheaply as the solver allows.
+        """Bounds of the ``k_hat`` largest eigenvalues, as cheaply as the solver allows.
 
-        Here both are :meth:`eigenvalues` with ``few``: a form with a kept
+        For where a rough figure will do (a null draw's edge).  Here both are :meth:`eigenvalues` with ``few``: a form with a kept
         Krylov space resolves only the largest two, and bounds the rest.
 
         Parameters
@@ -82,8 +81,10 @@ class Eigenvalues:
 
         Returns
         -------
-        lower, upper : ndarray of shape (k_hat,)
-            Each eigenvalue of P, descending, lies between the two.
+        lower : ndarray of shape (k_hat,)
+            Lower bounds of P's largest eigenvalues, descending.
+        upper : ndarray of shape (k_hat,)
+            Upper bounds: each eigenvalue lies between its two bounds.
         """
         values = self.eigenvalues(k_hat, few=True)
         return values, values.copy()

@@ -187,7 +187,7 @@ class GramSpectrum(Eigenvalues):
         )
 
     def eigenvalue_bounds(self, k_hat: int) -> tuple[np.ndarray, np.ndarray]:
-        """Bounds of the ``k_hat`` largest eigenvalues where a rough figure will do.
+        """Bounds of the ``k_hat`` largest eigenvalues, as cheaply as the solver allows.
 
         Where G is applied by block Lanczos, only the two largest Ritz values
         are resolved (to :data:`FEW_TOL`): each lies within its residual of
@@ -202,8 +202,10 @@ class GramSpectrum(Eigenvalues):
 
         Returns
         -------
-        lower, upper : ndarray of shape (k_hat,)
-            Each eigenvalue of P, descending, lies between the two.
+        lower : ndarray of shape (k_hat,)
+            Lower bounds of P's largest eigenvalues, descending.
+        upper : ndarray of shape (k_hat,)
+            Upper bounds: each eigenvalue lies between its two bounds.
         """
         K = self.n_clusters
         if self.gram_cheap or K >= self.n - 1 or int(k_hat) >= K - 1:
