@@ -71,8 +71,9 @@ class Eigenvalues:
     def eigenvalue_bounds(self, k_hat: int) -> tuple[np.ndarray, np.ndarray]:
         """Bounds of the ``k_hat`` largest eigenvalues, as cheaply as the solver allows.
 
-        For where a rough figure will do (a null draw's edge).  Here both are :meth:`eigenvalues` with ``few``: a form with a kept
-        Krylov space resolves only the largest two, and bounds the rest.
+        For where a rough figure will do (a null draw's edge).  Here both are
+        :meth:`eigenvalues` with ``few``: a form with a kept Krylov space
+        resolves only the largest two, and bounds the rest.
 
         Parameters
         ----------
