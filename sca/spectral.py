@@ -10,7 +10,8 @@ Three rules for k from the eigenvalues ``1 = λ1 >= λ2 >= ... >= λ_k̂``:
     possible answer: "no cluster structure".  Without ``k_hat``, k̂ grows
     (20, 40, 80, ..., each doubling after a look two eigenvalues further, or
     straight to the count a kept Krylov space already shows above the floor)
-    until an eigenvalue falls below the floor, up to ``max_k_hat`` and the
+    until an eigenvalue falls below the floor (first against bounds of the
+    floor, where the null's spectrum is dear: :mod:`sca.null`), up to ``max_k_hat`` and the
     budget of :mod:`sca.components`, whose components' eigenvalues 1 are
     counted rather than computed.  Where the eigenvalues above the floor leave the cut in
     doubt -- a much larger gap inside them (a coarser level of structure,
@@ -233,7 +234,7 @@ def spectrum(
         null = (
             NoiseFloor(np.array([0.5]), np.empty((0, 1)))
             if n < MIN_NULL_N
-            else noise_floor(P.unscaled(), seed)
+            else noise_floor(P.unscaled(), seed, rough=True)
         )
         if n < MIN_NULL_N:
             notes.append(
@@ -249,7 +250,11 @@ def spectrum(
         values, capped, budget = grown_eigenvalues(P, fixed, lowest, max_k_hat)
     ones = 1 if parts is None else parts.count
     # a component's 1 is an uncoupled block (Theorem 2.8), signal whatever the floor
-    k_signal = None if null is None else null.signal(np.r_[np.full(ones, np.inf), values[ones:]])
+    marked = np.r_[np.full(ones, np.inf), values[ones:]]
+    if null is not None and not null.settles(marked):
+        null = noise_floor(P.unscaled(), seed)  # the bounds leave k in doubt: the exact floor
+        floor = null.floor
+    k_signal = None if null is None else null.signal(marked)
     if capped:
         notes.append(
             f"all {values.size} eigenvalues computed lie above the noise floor; "

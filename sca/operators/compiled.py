@@ -26,27 +26,58 @@ _jit = numba.njit(nogil=True, cache=True, boundscheck=False)
 
 @_jit
 def rvec_rows(packed, binoff, x, lo, hi, out):
-    """Weighted counts of each group's combined codes (``(groups, m)`` codes)."""
+    """Weighted counts of each group's combined codes (``(groups, m)`` codes), four
+    groups a pass over the block of rows: each weight read once for four updates,
+    and four tables' updates independent of one another (each table's own
+    updates in the order of the rows, as one group a pass makes them)."""
+    g = packed.shape[0]
     for start in range(lo, hi, CHUNK):
         stop = min(start + CHUNK, hi)
         xs = x[start:stop]
-        for a in range(packed.shape[0]):
+        a = 0
+        while a + 4 <= g:
+            o0, o1 = out[binoff[a] : binoff[a + 1]], out[binoff[a + 1] : binoff[a + 2]]
+            o2, o3 = out[binoff[a + 2] : binoff[a + 3]], out[binoff[a + 3] : binoff[a + 4]]
+            c0, c1 = packed[a, start:stop], packed[a + 1, start:stop]
+            c2, c3 = packed[a + 2, start:stop], packed[a + 3, start:stop]
+            for i in range(stop - start):
+                xi = xs[i]
+                o0[c0[i]] += xi
+                o1[c1[i]] += xi
+                o2[c2[i]] += xi
+                o3[c3[i]] += xi
+            a += 4
+        while a < g:
             base, codes = binoff[a], packed[a, start:stop]
             for i in range(stop - start):
                 out[base + codes[i]] += xs[i]
+            a += 1
 
 
 @_jit
 def vec_rows(packed, binoff, table, lo, hi, out):
-    """Gathers of each element's entries of ``table``, summed over the groups."""
+    """Gathers of each element's entries of ``table``, summed over the groups, four
+    groups a pass over the block of rows (one load and store of each element's
+    sum for four gathers)."""
+    g = packed.shape[0]
     for start in range(lo, hi, CHUNK):
         stop = min(start + CHUNK, hi)
         ys = out[start:stop]
         ys[:] = 0.0
-        for a in range(packed.shape[0]):
+        a = 0
+        while a + 4 <= g:
+            t0, t1 = table[binoff[a] : binoff[a + 1]], table[binoff[a + 1] : binoff[a + 2]]
+            t2, t3 = table[binoff[a + 2] : binoff[a + 3]], table[binoff[a + 3] : binoff[a + 4]]
+            c0, c1 = packed[a, start:stop], packed[a + 1, start:stop]
+            c2, c3 = packed[a + 2, start:stop], packed[a + 3, start:stop]
+            for i in range(stop - start):
+                ys[i] += (t0[c0[i]] + t1[c1[i]]) + (t2[c2[i]] + t3[c3[i]])
+            a += 4
+        while a < g:
             base, codes = binoff[a], packed[a, start:stop]
             for i in range(stop - start):
                 ys[i] += table[base + codes[i]]
+            a += 1
 
 
 @_jit

@@ -68,6 +68,28 @@ class Eigenvalues:
             values = self._top_eigenvalues(k_hat, 1e-4 if few else 1e-10)
         return np.sort(values)[::-1][:k_hat]
 
+    def eigenvalue_bounds(self, k_hat: int) -> tuple[np.ndarray, np.ndarray]:
+        """Bounds of the ``k_hat`` largest eigenvalues, as cheaply as the solver allows.
+
+        For where a rough figure will do (a null draw's edge).  Here both are
+        :meth:`eigenvalues` with ``few``: a form with a kept Krylov space
+        resolves only the largest two, and bounds the rest.
+
+        Parameters
+        ----------
+        k_hat : int
+            How many eigenvalues (at most n).
+
+        Returns
+        -------
+        lower : ndarray of shape (k_hat,)
+            Lower bounds of P's largest eigenvalues, descending.
+        upper : ndarray of shape (k_hat,)
+            Upper bounds: each eigenvalue lies between its two bounds.
+        """
+        values = self.eigenvalues(k_hat, few=True)
+        return values, values.copy()
+
     def known_above(self, floor: float) -> int:
         """How many eigenvalues of P are known to exceed ``floor``, from work done.
 

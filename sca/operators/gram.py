@@ -186,6 +186,36 @@ class GramSpectrum(Eigenvalues):
             k_hat, FEW_TOL if few else LANCZOS_TOL, floor
         )
 
+    def eigenvalue_bounds(self, k_hat: int) -> tuple[np.ndarray, np.ndarray]:
+        """Bounds of the ``k_hat`` largest eigenvalues, as cheaply as the solver allows.
+
+        Where G is applied by block Lanczos, only the two largest Ritz values
+        are resolved (to :data:`FEW_TOL`): each lies within its residual of
+        its eigenvalue, and every other eigenvalue lies between its Ritz value
+        (Cauchy's interlacing) and the second's bound.  The crowded edge of a
+        null's bulk, which converges slowest, is then bounded rather than computed.
+
+        Parameters
+        ----------
+        k_hat : int
+            How many eigenvalues.
+
+        Returns
+        -------
+        lower : ndarray of shape (k_hat,)
+            Lower bounds of P's largest eigenvalues, descending.
+        upper : ndarray of shape (k_hat,)
+            Upper bounds: each eigenvalue lies between its two bounds.
+        """
+        K = self.n_clusters
+        if self.gram_cheap or K >= self.n - 1 or int(k_hat) >= K - 1:
+            return super().eigenvalue_bounds(k_hat)
+        lanczos = self._lanczos_of(self.gram_product)
+        theta, residual = lanczos.ritz_pairs(int(k_hat), FEW_TOL, resolved=2)
+        upper = theta + residual
+        upper[2:] = upper[min(1, upper.size - 1)]
+        return theta, upper
+
     def known_above(self, floor: float) -> int:
         """Ritz values of the kept Krylov space above ``floor``.
 

@@ -372,9 +372,11 @@ class LabelOperator(FactorOperator):
             by_row=(self.ones(),),
             limit=limit,
         )
-        graph = np.zeros((K, K), dtype=bool)
-        graph[: self.spans[0]] = links[:, :K] > 0  # the last column: the marginals' padding
-        _, labels = csgraph.connected_components(sp.csr_array(graph), directed=False)
+        # edges from run 0's labels only (the last column: the marginals' padding), listed
+        # as such: a dense K x K graph would be read whole to find them
+        rows, cols = np.nonzero(links[:, :K] > 0)
+        graph = sp.csr_array((np.ones(rows.size, dtype=bool), (rows, cols)), shape=(K, K))
+        _, labels = csgraph.connected_components(graph, directed=False)
         used = np.diag(links[:, : self.spans[0]]) > 0  # each run-0 label's own column
         return self._elements_components(labels[: self.spans[0]], used)
 

@@ -174,7 +174,27 @@ class BlockLanczos:
         ndarray of shape (count,)
             The largest Ritz values, descending.
         """
+        return self.ritz_pairs(count, tol, floor)[0]
+
+    def ritz_pairs(
+        self, count: int, tol: float, floor: float | None = None, resolved: int | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`eigenvalues` with their residuals; only the largest ``resolved``
+        (default all ``count``) need meet ``tol``.
+
+        The others are the Ritz values of the same space, each a lower bound of
+        the eigenvalue of its rank (Cauchy's interlacing), read from the space
+        that resolved the largest: checked at the same sizes of the space as
+        :meth:`eigenvalues` (the Krylov space itself does not depend on
+        ``count``), so each is at most the one :meth:`eigenvalues` would return.
+
+        Returns
+        -------
+        theta, residual : ndarray of shape (count,)
+            The largest Ritz values, descending, and their residual norms.
+        """
         count = min(count, self.size)
+        resolved = count if resolved is None else min(resolved, count)
         checked = 0
         while True:
             if self.dim >= count + self.block and self.dim >= _CHECK_GROWTH * checked:
@@ -185,7 +205,8 @@ class BlockLanczos:
                 done = residual <= tol * scale
                 if floor is not None:
                     done |= (residual <= ROUGH * scale) & (theta + residual < floor)
-                if np.all(done):
-                    return theta
+                if np.all(done[:resolved]):
+                    return theta, residual
             if not self.extend():
-                return self.ritz()[0][:count]
+                theta, residual = self.ritz()
+                return theta[:count], residual[:count]

@@ -106,3 +106,27 @@ def test_dense_products_and_gram_blocks_cut_over_the_cores(monkeypatch):
     H, groups = membership_factors(labels)
     assert np.allclose(G, sca.FactoredOperator(H, groups=groups).gram(), rtol=1e-12)
     assert np.array_equal(G, G.T)
+
+
+@pytest.mark.parametrize("groups", [1, 3, 4, 7, 9])
+def test_packed_loops_four_groups_a_pass_match_numpy(monkeypatch, groups):
+    """The compiled counts and gathers on byte codes, four groups a pass and the rest
+    one at a time, are numpy's bincount and take: the counts exactly (each table's
+    updates in the order of the rows), the gathers to rounding."""
+    monkeypatch.setattr(sca.operators.kernels, "COMPILED_MIN_ROWS", 0)
+    rng = np.random.default_rng(groups)
+    m = 9000  # two blocks of rows for each loop, the second short
+    sizes = rng.integers(2, 257, groups)
+    binoff = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    packed = np.stack([rng.integers(0, s, m) for s in sizes]).astype(np.uint8)
+    X, table = rng.standard_normal((m, 3)), rng.standard_normal((int(binoff[-1]), 3))
+    counts = np.stack(
+        [
+            np.concatenate([np.bincount(c, x, minlength=s) for c, s in zip(packed, sizes)])
+            for x in X.T
+        ],
+        axis=1,
+    )
+    gathers = sum(table[binoff[a] + packed[a].astype(np.intp)] for a in range(groups))
+    assert np.array_equal(sca.operators.kernels.rmat(packed, binoff, X), counts)
+    assert np.allclose(sca.operators.kernels.mat(packed, binoff, table), gathers, rtol=1e-12)

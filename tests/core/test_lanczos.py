@@ -107,3 +107,39 @@ def test_many_clusters_through_the_krylov_space(monkeypatch):
 def _stages(labels):
     _, spec, result, _ = sca.run_stages(sca.membership_operator(labels), {"seed": 0})
     return spec, result
+
+
+def test_ritz_pairs_resolve_the_largest_and_bound_the_rest():
+    """Asked to resolve only the two largest, the same Krylov space stops sooner; its
+    other Ritz values are lower bounds, at most those of the full request, and the two
+    resolved lie within their residuals of their eigenvalues."""
+    G = _gram_of_runs(n=3000, runs=40, blocks=6, seed=7)
+    exact = np.sort(np.linalg.eigvalsh(G))[::-1]
+    start = np.random.default_rng(3).standard_normal((G.shape[0], 1))
+    rough = BlockLanczos(lambda Z: G @ Z, G.shape[0], start)
+    theta, residual = rough.ritz_pairs(9, 1e-8, resolved=2)
+    full = BlockLanczos(lambda Z: G @ Z, G.shape[0], start)
+    values = full.eigenvalues(9, 1e-8)
+    assert rough.dim < full.dim
+    assert np.all(theta <= values + 1e-12 * exact[0])
+    assert np.all(theta <= exact[:9] + 1e-12 * exact[0])
+    assert np.all(residual[:2] <= 1e-8 * theta[0])
+    assert np.all(np.abs(theta[:2] - exact[:2]) <= residual[:2] + 1e-12 * exact[0])
+
+
+def test_eigenvalue_bounds_bracket_the_spectrum(monkeypatch):
+    """Through the Krylov space (G's limits lowered), the bounds of P's largest
+    eigenvalues bracket the dense ones; the largest two are resolved."""
+    monkeypatch.setattr(sca.operators.gram, "GRAM_MAX_K", 64)
+    monkeypatch.setattr(sca.operators.labels, "GRAM_MAX_K", 64)
+    monkeypatch.setattr(sca.operators.labels, "GRAM_COUNTS_MAX_K", 64)
+    rng = np.random.default_rng(4)
+    labels = rng.integers(0, 5, (1500, 60)).astype(np.uint8)  # K = 300
+    P = sca.balance(sca.membership_operator(labels)).P
+    exact = np.sort(np.linalg.eigvalsh(P.to_dense()))[::-1][:9]
+    lower, upper = P.eigenvalue_bounds(9)
+    assert P._lanczos is not None  # the Krylov space, not a dense solve
+    slack = 1e-10
+    assert np.all(lower <= exact + slack) and np.all(exact <= upper + slack)
+    assert np.all(upper[:2] - lower[:2] <= 1e-5)
+    assert np.any(upper[2:] - lower[2:] > 1e-5)  # the rest only bounded

@@ -5,6 +5,8 @@ import pytest
 import scipy.sparse as sp
 
 import sca
+import sca.operators.gram
+import sca.operators.labels
 from sca.null import ZERO, noise_floor, tracy_widom
 from sca.planted import planted_runs, planted_truth
 from tests.core.conftest import planted_similarity
@@ -59,3 +61,27 @@ def test_a_shuffled_null_moves_only_the_off_diagonal_entries():
     shuffled = sca.SparseOperator(S).null_draw(rng).S
     assert np.array_equal(shuffled.diagonal(), S.diagonal())
     assert abs((shuffled.nnz - 200) / (S.nnz - 200) - 1) < 0.05  # a pair lost per collision
+
+
+def test_a_rough_floor_brackets_the_exact_one_and_settles_only_a_sure_count(monkeypatch):
+    """With the null's products dear (G's limits lowered), its bounds give floors at
+    most the exact ones and a ceiling at least them, λ2's floor resolved; a count of
+    eigenvalues the same at both ends is settled, one between them is not."""
+    monkeypatch.setattr(sca.operators.gram, "GRAM_MAX_K", 64)
+    monkeypatch.setattr(sca.operators.labels, "GRAM_MAX_K", 64)
+    monkeypatch.setattr(sca.operators.labels, "GRAM_COUNTS_MAX_K", 64)
+    rng = np.random.default_rng(5)
+    S = sca.membership_operator(planted_runs(planted_truth(6000, [1] * 4, rng), 80, 0.6, rng))
+    exact, rough = noise_floor(S), noise_floor(S, rough=True)
+    assert exact.ceiling is None and rough.ceiling is not None
+    assert np.all(rough.floors <= exact.floors + 1e-12)
+    assert np.all(exact.floors <= rough.ceiling + 1e-12)
+    assert rough.floor == pytest.approx(exact.floor, rel=1e-2)
+    low, high = rough.floors[3], rough.ceiling[3]
+    assert high > low
+    sure = np.r_[1.0, 0.5, 0.4, 0.3, rough.floors[3:] / 2]
+    assert rough.settles(sure) and rough.signal(sure) == exact.signal(sure) == 4
+    doubtful = np.r_[1.0, 0.5, 0.4, 0.3, (low + high) / 2, rough.floors[4:] / 2]
+    assert not rough.settles(doubtful)
+    spec = sca.spectrum(sca.balance(S).P)
+    assert spec.k == exact.signal(spec.eigenvalues) == 4
