@@ -180,14 +180,18 @@ def mat_wide4(rows, binoff, table, c, lo, hi, out):
 
 
 @_jit
-def scatter_block(rows, binoff, X, lo, hi, out):
+def scatter_block(rows, binoff, X, c0, w, lo, hi, out):
     """Weighted counts of ``b`` columns at once from row-major codes ``(m, g)``:
-    ``out[binoff[a] + rows[i, a]] += X[i]`` (rows of ``b`` floats), one pass
-    over the codes for the whole block."""
-    g, b = rows.shape[1], X.shape[1]
-    block, xs = rows[lo:hi], X[lo:hi]
+    ``out[binoff[a] + rows[i, a]] += w[i] X[i, c0:c0 + b]`` (rows of ``b``
+    floats), one pass over the codes for the whole block, read in place from
+    the columns of a wider X."""
+    g, b = rows.shape[1], out.shape[1]
+    block, xs, ws = rows[lo:hi], X[lo:hi], w[lo:hi]
+    xi = np.empty(b)
     for i in range(hi - lo):
-        row, xi = block[i], xs[i]
+        row, source, wi = block[i], xs[i], ws[i]
+        for c in range(b):
+            xi[c] = wi * source[c0 + c]
         for a in range(g):
             dest = out[binoff[a] + row[a]]
             for c in range(b):
@@ -195,19 +199,24 @@ def scatter_block(rows, binoff, X, lo, hi, out):
 
 
 @_jit
-def gather_block(rows, binoff, table, lo, hi, out):
+def gather_block(rows, binoff, table, c0, w, lo, hi, out):
     """Gathers of ``b`` columns at once from row-major codes ``(m, g)``:
-    ``out[i] = sum_a table[binoff[a] + rows[i, a]]`` (rows of ``b`` floats)."""
+    ``out[i, c0:c0 + b] = w[i] sum_a table[binoff[a] + rows[i, a]]`` (rows of
+    ``b`` floats), written in place into the columns of a wider out."""
     g, b = rows.shape[1], table.shape[1]
-    block, ys = rows[lo:hi], out[lo:hi]
+    block, ys, ws = rows[lo:hi], out[lo:hi], w[lo:hi]
+    acc = np.empty(b)
     for i in range(hi - lo):
-        row, y = block[i], ys[i]
+        row = block[i]
         for c in range(b):
-            y[c] = 0.0
+            acc[c] = 0.0
         for a in range(g):
             source = table[binoff[a] + row[a]]
             for c in range(b):
-                y[c] += source[c]
+                acc[c] += source[c]
+        y, wi = ys[i], ws[i]
+        for c in range(b):
+            y[c0 + c] = wi * acc[c]
 
 
 @_jit

@@ -133,3 +133,28 @@ def test_iterates_on_k_vectors_are_those_on_n_vectors(split):
         assert np.array_equal(a["labels"], b["labels"])
         assert (a["x"] is None) == (b["x"] is None)
         assert a["x"] is None or np.allclose(a["x"], b["x"], rtol=1e-9, atol=1e-15)
+
+
+def test_orthonormalisation_keeps_the_span_in_place():
+    """Each block of an n-vector iterate is deflated and made an orthonormal basis
+    of its span in place (Cholesky QR twice, Householder QR where a block is
+    nearly rank-deficient), and the norms after deflation are returned."""
+    from sca.iteration import _normalise
+
+    rng = np.random.default_rng(3)
+    for Z in (
+        rng.standard_normal((400, 6)) * np.logspace(0, 5, 6),  # scaled, well within Cholesky
+        np.repeat(rng.standard_normal((400, 3)), 2, axis=1),  # each block of rank 2: Householder
+    ):
+        deflated = Z - Z.mean(axis=0)
+        Q = Z.copy()
+        norms = _normalise(Q, 3)
+        assert np.allclose(norms, np.linalg.norm(deflated, axis=0))
+        for s in (0, 3):
+            block, basis = deflated[:, s : s + 3], Q[:, s : s + 3]
+            assert np.allclose(basis.T @ basis, np.eye(3), atol=1e-10)
+            # the span's basis (deflated) where the block has full rank; a rank-2
+            # block's third column is any direction orthogonal to the other two
+            full = np.linalg.matrix_rank(block) == 3
+            assert np.allclose(basis @ (basis.T @ block), block, atol=1e-8 * norms.max())
+            assert not full or np.allclose(basis.mean(axis=0), 0.0, atol=1e-12)
