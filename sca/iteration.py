@@ -48,6 +48,10 @@ from .splits import GAP_EPS, KMeansSplit, canonical, gap_split  # noqa: F401 - r
 
 #: Redraws allowed for a random start within ε of uniform.
 _MAX_REDRAWS = 100
+#: A block whose Gram matrix is within this of the identity (entrywise) after
+#: one pass of Cholesky QR takes no second: k-means reads its rows, and the next
+#: step orthonormalises afresh, so what is left does not accumulate.
+ORTHONORMAL_TOL = 1e-12
 
 
 @dataclass
@@ -100,47 +104,42 @@ def random_start(n: int, rng: np.random.Generator, eps: float) -> np.ndarray:
     raise SCAError(f"no random start at least {eps:g} from uniform; lower eps", "options.eps")
 
 
-def _normalise(Z: np.ndarray, b: int, spare: np.ndarray | None = None):
+def _normalise(Z: np.ndarray, b: int) -> np.ndarray:
     """Deflate each column of Z (remove the uniform direction) and orthonormalise
-    each block of b columns, in place; returns the norms after deflation.
-    ``spare``, of Z's shape, holds the blocks in between (a new array if None)."""
+    each block of b columns, in place; returns the norms after deflation."""
     Z -= Z.mean(axis=0)
     if b == 1:
         norms = np.linalg.norm(Z, axis=0)
         Z /= np.where(norms > 0, norms, 1.0)
         return norms
-    spare = np.empty_like(Z) if spare is None else spare
-    norms = np.empty(Z.shape[1])
-    for s in range(0, Z.shape[1], b):
-        norms[s : s + b] = _orthonormal(Z[:, s : s + b], spare[:, s : s + b])
-    return norms
+    return np.concatenate([_orthonormal(Z[:, s : s + b]) for s in range(0, Z.shape[1], b)])
 
 
-def _orthonormal(Y: np.ndarray, spare: np.ndarray) -> np.ndarray:
+def _orthonormal(Y: np.ndarray) -> np.ndarray:
     """Y's columns made an orthonormal basis of their span, in place, by Cholesky
-    QR twice (two small Gram matrices, each product with the inverse of its
-    Cholesky factor cut over the cores: several times faster than Householder
-    QR on a tall block), by Householder QR where Y is nearly rank-deficient;
-    returns Y's column norms.  ``spare`` (Y's shape) holds the first pass."""
+    QR (a small Gram matrix, then ``Y R^-1``; several times faster than
+    Householder QR on a tall block), repeated once unless the first pass's
+    columns are already orthonormal to :data:`ORTHONORMAL_TOL`, and by
+    Householder QR where Y is nearly rank-deficient; returns Y's column norms."""
     gram = threads.gram(Y)
     norms = np.sqrt(np.maximum(np.diag(gram), 0.0))
-    first = _inverse_cholesky(gram)
-    if first is not None:
-        threads.matmul(Y, first, out=spare)
-        second = _inverse_cholesky(threads.gram(spare))
-        if second is not None:
-            threads.matmul(spare, second, out=Y)
+    for _ in range(2):
+        inverse = _inverse_cholesky(gram)
+        if inverse is None:
+            Y[:] = np.linalg.qr(Y)[0]
             return norms
-    Y[:] = np.linalg.qr(Y)[0]
+        threads.times_triangular(Y, inverse)
+        gram = threads.gram(Y)
+        if np.max(np.abs(gram - np.eye(gram.shape[0]))) <= ORTHONORMAL_TOL:
+            break
     return norms
 
 
 def _inverse_cholesky(gram: np.ndarray) -> np.ndarray | None:
     """``R^-1`` for the Cholesky factor ``R^T R = gram``: ``Y R^-1`` has orthonormal
     columns for ``gram = Y^T Y``; None where gram is not (numerically) positive
-    definite.  The product with ``R^-1`` is a plain matrix product, cut over the
-    cores by rows as a triangular solve is not; what rounding leaves of the
-    first pass, the second (whose R is near the identity) corrects."""
+    definite.  The product with the triangular ``R^-1`` is cut over the cores by
+    rows, as a triangular solve is not."""
     try:
         R = np.linalg.cholesky(gram).T
     except np.linalg.LinAlgError:
@@ -255,8 +254,7 @@ def evolve(
             space = None
             whole = cols.size == Y.shape[1]
             Z = P.matmat(Y if whole else Y[:, cols])
-            # Y, read, is the orthonormalisation's spare: no third n x b array
-            norms = _normalise(Z, block, Y if whole else None)
+            norms = _normalise(Z, block)
             if whole:
                 Y = Z
             else:

@@ -151,6 +151,24 @@ def gram(A: np.ndarray) -> np.ndarray:
     return sum(parts[1:], parts[0])
 
 
+def times_triangular(Y: np.ndarray, M: np.ndarray) -> None:
+    """``Y <- Y M`` in place for an upper triangular M (BLAS's ``trmm``: half the
+    multiply-adds of a full product, and no second array), Y's rows cut over
+    the cores as :func:`matmul` cuts them."""
+    from scipy.linalg.blas import dtrmm
+
+    m, b = Y.shape
+    edges = _cut(m) if _split(m * b * b // 2) else [0, m]
+
+    def share(lo: int, hi: int) -> None:
+        part = Y[lo:hi].T  # (Y_i M)^T = M^T Y_i^T: Fortran's view of C-ordered rows
+        done = dtrmm(1.0, M, part, side=0, lower=0, trans_a=1, overwrite_b=1)
+        if not np.shares_memory(done, part):  # columns of a wider Y: copied by f2py
+            part[...] = done
+
+    parallel([functools.partial(share, lo, hi) for lo, hi in zip(edges[:-1], edges[1:])])
+
+
 _single_lock = threading.Lock()
 _single_users = 0
 _single_blas = None

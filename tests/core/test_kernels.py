@@ -157,3 +157,23 @@ def test_gram_and_products_into_place_cut_over_the_cores(monkeypatch):
         return True
 
     assert one_blas_thread(products)(op)
+
+
+def test_triangular_products_in_place_cut_over_the_cores(monkeypatch):
+    """``Y <- Y M`` for an upper triangular M, in place, each core its rows: the
+    product with the whole M, for a C-ordered Y and for a block of a wider one."""
+    monkeypatch.setattr(sca.operators.threads, "THREADS", 2)
+    monkeypatch.setattr(sca.operators.threads, "MIN_MATMUL_WORK", 1)
+    monkeypatch.setattr(sca.operators.kernels, "COMPILED_MIN_ROWS", 100)
+    rng = np.random.default_rng(7)
+    op = sca.membership_operator(rng.integers(0, 3, (300, 4)))
+    M = np.triu(rng.standard_normal((12, 12)))
+
+    def products(P):
+        for Y in (rng.standard_normal((301, 12)), rng.standard_normal((300, 30))[:, 5:17]):
+            expected = Y @ M
+            sca.operators.threads.times_triangular(Y, M)
+            assert np.allclose(Y, expected, rtol=1e-12, atol=1e-12)
+        return True
+
+    assert one_blas_thread(products)(op)
