@@ -21,6 +21,7 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
+from scipy.linalg.blas import dtrmm
 from threadpoolctl import ThreadpoolController
 
 #: Below this many rows per core a kernel runs on the calling thread alone.
@@ -155,8 +156,6 @@ def times_triangular(Y: np.ndarray, M: np.ndarray) -> None:
     """``Y <- Y M`` in place for an upper triangular M (BLAS's ``trmm``: half the
     multiply-adds of a full product, and no second array), Y's rows cut over
     the cores as :func:`matmul` cuts them."""
-    from scipy.linalg.blas import dtrmm
-
     m, b = Y.shape
     edges = _cut(m) if _split(m * b * b // 2) else [0, m]
 

@@ -158,3 +158,21 @@ def test_orthonormalisation_keeps_the_span_in_place():
             full = np.linalg.matrix_rank(block) == 3
             assert np.allclose(basis @ (basis.T @ block), block, atol=1e-8 * norms.max())
             assert not full or np.allclose(basis.mean(axis=0), 0.0, atol=1e-12)
+
+
+def test_kmeans_split_predicts_each_cores_rows(monkeypatch):
+    """The k-means split assigns every row to the fitted model's nearest centre,
+    each core predicting its own rows: scikit-learn's predict of all the rows."""
+    import sca.operators.threads
+    from sca.splits import KMeansSplit, canonical
+
+    monkeypatch.setattr(sca.operators.threads, "THREADS", 2)
+    monkeypatch.setattr(sca.operators.threads, "MIN_ROWS_PER_THREAD", 1)
+    rng = np.random.default_rng(4)
+    Y = rng.standard_normal((601, 3)) + np.repeat(np.eye(3) * 6, [200, 200, 201], axis=0)
+    split, models = KMeansSplit(3, 0, 601), []
+    fit = split.fit
+    monkeypatch.setattr(split, "fit", lambda sample: models.append(fit(sample)) or models[-1])
+    labels = split(Y)
+    assert labels is not None and np.array_equal(labels, canonical(models[0].predict(Y)))
+    assert len(sca.operators.threads.spans(601)) == 2
