@@ -48,6 +48,10 @@ from .splits import GAP_EPS, KMeansSplit, canonical, gap_split  # noqa: F401 - r
 
 #: Redraws allowed for a random start within ε of uniform.
 _MAX_REDRAWS = 100
+#: A block whose Gram matrix is within this of the identity (entrywise) after
+#: one pass of Cholesky QR takes no second: k-means reads its rows, and the next
+#: step orthonormalises afresh, so what is left does not accumulate.
+ORTHONORMAL_TOL = 1e-12
 
 
 @dataclass
@@ -100,34 +104,57 @@ def random_start(n: int, rng: np.random.Generator, eps: float) -> np.ndarray:
     raise SCAError(f"no random start at least {eps:g} from uniform; lower eps", "options.eps")
 
 
-def _normalise(Y: np.ndarray, b: int) -> np.ndarray:
-    """Deflate each column (remove the uniform direction) and orthonormalise each block."""
-    Y = Y - Y.mean(axis=0)
-    out = np.empty_like(Y)
-    for s in range(0, Y.shape[1], b):
-        if b == 1:
-            norm = np.linalg.norm(Y[:, s])
-            out[:, s] = Y[:, s] / norm if norm > 0 else Y[:, s]
-        else:
-            out[:, s : s + b] = _orthonormal(Y[:, s : s + b])
-    return out
+def _normalise(Z: np.ndarray, b: int) -> np.ndarray:
+    """Deflate each column of Z (remove the uniform direction) and orthonormalise
+    each block of b columns, in place; returns the norms after deflation."""
+    Z -= Z.mean(axis=0)
+    if b == 1:
+        norms = np.linalg.norm(Z, axis=0)
+        Z /= np.where(norms > 0, norms, 1.0)
+        return norms
+    return np.concatenate([_orthonormal(Z[:, s : s + b]) for s in range(0, Z.shape[1], b)])
 
 
 def _orthonormal(Y: np.ndarray) -> np.ndarray:
-    """An orthonormal basis of Y's columns: Cholesky QR twice (two small Gram
-    matrices and triangular solves, several times faster than Householder QR
-    on a tall block), Householder QR where the block is nearly rank-deficient."""
-    Q = _cholesky_qr(Y)
-    return np.linalg.qr(Y)[0] if Q is None else Q
+    """Y's columns made an orthonormal basis of their span, in place, by Cholesky
+    QR (a small Gram matrix, then ``Y R^-1``; several times faster than
+    Householder QR on a tall block), repeated once unless the first pass's
+    columns are already orthonormal to :data:`ORTHONORMAL_TOL`, and by
+    Householder QR where Y is nearly rank-deficient; returns Y's column norms."""
+    gram = threads.gram(Y)
+    norms = np.sqrt(np.maximum(np.diag(gram), 0.0))
+    for _ in range(2):
+        inverse = _inverse_cholesky(gram)
+        if inverse is None:
+            Y[:] = np.linalg.qr(Y)[0]
+            return norms
+        threads.times_triangular(Y, inverse)
+        gram = threads.gram(Y)
+        if np.max(np.abs(gram - np.eye(gram.shape[0]))) <= ORTHONORMAL_TOL:
+            break
+    return norms
 
 
-def _cholesky_qr(Y: np.ndarray, G: np.ndarray | None = None) -> np.ndarray | None:
-    """``Y R^-1`` with columns orthonormal in the inner product of G (the
-    identity if None), by Cholesky QR twice; None where Y is (nearly) rank-deficient."""
+def _inverse_cholesky(gram: np.ndarray) -> np.ndarray | None:
+    """``R^-1`` for the Cholesky factor ``R^T R = gram``: ``Y R^-1`` has orthonormal
+    columns for ``gram = Y^T Y``; None where gram is not (numerically) positive
+    definite.  The product with the triangular ``R^-1`` is cut over the cores by
+    rows, as a triangular solve is not."""
+    try:
+        R = np.linalg.cholesky(gram).T
+    except np.linalg.LinAlgError:
+        return None
+    inverse = solve_triangular(R, np.eye(R.shape[0]), check_finite=False)
+    return inverse if np.all(np.isfinite(inverse)) else None
+
+
+def _cholesky_qr(Y: np.ndarray, G: np.ndarray) -> np.ndarray | None:
+    """``Y R^-1`` with columns orthonormal in the inner product of G, by Cholesky
+    QR twice; None where Y is (nearly) rank-deficient."""
     Q = Y
     try:
         for _ in range(2):
-            R = np.linalg.cholesky(Q.T @ Q if G is None else threads.matmul(Q.T, G) @ Q).T
+            R = np.linalg.cholesky(threads.matmul(Q.T, G) @ Q).T
             # Q R^-1 as the triangular solve R^T X = Q^T (twice as fast as forming R^-1)
             Q = solve_triangular(R, Q.T, trans="T").T
     except np.linalg.LinAlgError:
@@ -225,10 +252,13 @@ def evolve(
             Y[:, cols] = space.expand(cols)
         else:  # on n-vectors (and from here on, should the K-vectors lose rank)
             space = None
-            Z = P.matmat(Y[:, cols])
-            Z -= Z.mean(axis=0)
-            norms = np.linalg.norm(Z, axis=0)
-            Y[:, cols] = _normalise(Z, block)
+            whole = cols.size == Y.shape[1]
+            Z = P.matmat(Y if whole else Y[:, cols])
+            norms = _normalise(Z, block)
+            if whole:
+                Y = Z
+            else:
+                Y[:, cols] = Z
         scale[cols] *= norms
         t += 1
 

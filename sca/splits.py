@@ -10,8 +10,11 @@ that equal partitions are equal arrays.
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 
+from .operators import threads
 from .operators.kernels import threadpools
 from .small_kmeans import SmallKMeans
 
@@ -133,10 +136,20 @@ class KMeansSplit:
         if isinstance(best, SmallKMeans):
             labels = best.predict(Y)
         else:
-            from sklearn import config_context
-
-            with config_context(assume_finite=True, skip_parameter_validation=True):
-                labels = best.predict(Y)
+            labels = np.empty(Y.shape[0], dtype=np.int32)
+            # each core its rows: the model keeps the fit's one thread for predict
+            threads.parallel(
+                [partial(_predict, best, Y, lo, hi, labels) for lo, hi in threads.spans(Y.shape[0])]
+            )
         if np.count_nonzero(np.bincount(labels, minlength=self.k)) < self.k:
             return None
         return canonical(labels)
+
+
+def _predict(model, Y: np.ndarray, lo: int, hi: int, out: np.ndarray) -> None:
+    """``out[lo:hi]``: the nearest centres of the k-means ``model`` to Y's rows ``lo:hi``."""
+    from sklearn import config_context  # loaded with the model it predicts for
+
+    # the context is the calling thread's: each pool thread sets its own
+    with config_context(assume_finite=True, skip_parameter_validation=True):
+        out[lo:hi] = model.predict(Y[lo:hi])

@@ -18,6 +18,9 @@ import numpy as np
 
 #: Rows per inner block: a block's weights and outputs stay in the core's cache.
 CHUNK = 4096
+#: Rows per inner block of the block products: their entries (a few columns each)
+#: stay in the core's cache while every run's codes are read.
+BLOCK_ROWS = 2048
 #: Rows per block of the pair counts, whose tables are larger.
 JOINT_CHUNK = 1 << 16
 
@@ -211,34 +214,52 @@ def mat_wide4(rows, binoff, table, c, lo, hi, out):
 
 
 @_jit
-def scatter_block(rows, binoff, X, lo, hi, out):
+def scatter_block(rows, binoff, X, c0, w, lo, hi, out):
     """Weighted counts of ``b`` columns at once from row-major codes ``(m, g)``:
-    ``out[binoff[a] + rows[i, a]] += X[i]`` (rows of ``b`` floats), one pass
-    over the codes for the whole block."""
-    g, b = rows.shape[1], X.shape[1]
-    block, xs = rows[lo:hi], X[lo:hi]
-    for i in range(hi - lo):
-        row, xi = block[i], xs[i]
-        for a in range(g):
-            dest = out[binoff[a] + row[a]]
+    ``out[binoff[a] + rows[i, a]] += w[i] X[i, c0:c0 + b]`` (rows of ``b``
+    floats), one pass over the codes for the whole block, read in place from
+    the columns of a wider X.  :data:`BLOCK_ROWS` rows at a time, run by run:
+    the rows' weighted entries stay in the core's cache, as does each run's
+    part of ``out``, where row by row every code's row is a miss."""
+    g, b = rows.shape[1], out.shape[1]
+    buffer = np.empty((BLOCK_ROWS, b))
+    for start in range(lo, hi, BLOCK_ROWS):
+        stop = min(start + BLOCK_ROWS, hi)
+        block, xs, ws = rows[start:stop], X[start:stop], w[start:stop]
+        for i in range(stop - start):
+            source, wi, xi = xs[i], ws[i], buffer[i]
             for c in range(b):
-                dest[c] += xi[c]
+                xi[c] = wi * source[c0 + c]
+        for a in range(g):
+            part = out[binoff[a] : binoff[a + 1]]
+            for i in range(stop - start):
+                dest, xi = part[block[i, a]], buffer[i]
+                for c in range(b):
+                    dest[c] += xi[c]
 
 
 @_jit
-def gather_block(rows, binoff, table, lo, hi, out):
+def gather_block(rows, binoff, table, c0, w, lo, hi, out):
     """Gathers of ``b`` columns at once from row-major codes ``(m, g)``:
-    ``out[i] = sum_a table[binoff[a] + rows[i, a]]`` (rows of ``b`` floats)."""
+    ``out[i, c0:c0 + b] = w[i] sum_a table[binoff[a] + rows[i, a]]`` (rows of
+    ``b`` floats), written in place into the columns of a wider out;
+    :data:`BLOCK_ROWS` rows at a time, run by run, as :func:`scatter_block`."""
     g, b = rows.shape[1], table.shape[1]
-    block, ys = rows[lo:hi], out[lo:hi]
-    for i in range(hi - lo):
-        row, y = block[i], ys[i]
-        for c in range(b):
-            y[c] = 0.0
+    buffer = np.empty((BLOCK_ROWS, b))
+    for start in range(lo, hi, BLOCK_ROWS):
+        stop = min(start + BLOCK_ROWS, hi)
+        block, ws = rows[start:stop], w[start:stop]
+        buffer[: stop - start] = 0.0
         for a in range(g):
-            source = table[binoff[a] + row[a]]
+            part = table[binoff[a] : binoff[a + 1]]
+            for i in range(stop - start):
+                source, yi = part[block[i, a]], buffer[i]
+                for c in range(b):
+                    yi[c] += source[c]
+        for i in range(stop - start):
+            y, yi, wi = out[start + i, c0 : c0 + b], buffer[i], ws[i]
             for c in range(b):
-                y[c] += source[c]
+                y[c] = wi * yi[c]
 
 
 @_jit

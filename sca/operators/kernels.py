@@ -300,29 +300,49 @@ def mat_wide(rows: np.ndarray, binoff: np.ndarray, table: np.ndarray) -> np.ndar
     return out
 
 
-def scatter_wide(rows: np.ndarray, binoff: np.ndarray, X: np.ndarray) -> np.ndarray:
-    """:func:`rmat` of a block ``X`` ``(m, s)`` from row-major codes ``(m, g)``: one
-    pass over the codes for all s columns, each core counting its rows into
-    its own ``(bins, s)`` table, then summed (compiled only)."""
+def _weights(weights, m: int) -> np.ndarray:
+    return np.ones(m) if weights is None else np.ascontiguousarray(weights, dtype=np.float64)
+
+
+def scatter_wide(
+    rows: np.ndarray, binoff: np.ndarray, X: np.ndarray, width: int, weights=None
+) -> np.ndarray:
+    """:func:`rmat` of a block ``X`` ``(m, s)``, each row times its weight (none if
+    None), from row-major codes ``(m, g)``: one pass over the codes for each
+    ``width`` columns, read from X in place (a wider pass's tables, K rows of
+    its columns, outgrow the cache), each core counting its rows into its own
+    ``(bins, width)`` table, then summed (compiled only)."""
     X = _float2d(X)
-    spans = threads.spans(rows.shape[0])
-    outs = [np.zeros((int(binoff[-1]), X.shape[1])) for _ in spans]
+    m, s = X.shape
+    w, spans, bins = _weights(weights, m), threads.spans(m), int(binoff[-1])
+    out = np.empty((bins, s))
     loop = _loops().scatter_block
-    threads.parallel(
-        [partial(loop, rows, binoff, X, lo, hi, out) for (lo, hi), out in zip(spans, outs)]
-    )
-    return sum(outs[1:], outs[0])
+    for c in range(0, s, width):
+        tables = [np.zeros((bins, min(width, s - c))) for _ in spans]
+        threads.parallel(
+            [
+                partial(loop, rows, binoff, X, c, w, lo, hi, table)
+                for (lo, hi), table in zip(spans, tables)
+            ]
+        )
+        out[:, c : c + width] = sum(tables[1:], tables[0])
+    return out
 
 
-def gather_wide(rows: np.ndarray, binoff: np.ndarray, table: np.ndarray) -> np.ndarray:
-    """:func:`mat` of a block ``table`` ``(bins, s)`` from row-major codes ``(m, g)``:
-    one pass over the codes for all s columns (compiled only)."""
-    table = _float2d(table)
-    out = np.empty((rows.shape[0], table.shape[1]))
+def gather_wide(
+    rows: np.ndarray, binoff: np.ndarray, table: np.ndarray, width: int, weights=None
+) -> np.ndarray:
+    """:func:`mat` of a block ``table`` ``(bins, s)`` from row-major codes ``(m, g)``,
+    each row times its weight (none if None): one pass over the codes for each
+    ``width`` columns, written in place into the ``(m, s)`` result (compiled only)."""
+    table = np.asarray(table, dtype=np.float64).reshape(table.shape[0], -1)
+    m, s = rows.shape[0], table.shape[1]
+    w, spans = _weights(weights, m), threads.spans(m)
+    out = np.empty((m, s))
     loop = _loops().gather_block
-    threads.parallel(
-        [partial(loop, rows, binoff, table, lo, hi, out) for lo, hi in threads.spans(rows.shape[0])]
-    )
+    for c in range(0, s, width):
+        part = np.ascontiguousarray(table[:, c : c + width])
+        threads.parallel([partial(loop, rows, binoff, part, c, w, lo, hi, out) for lo, hi in spans])
     return out
 
 

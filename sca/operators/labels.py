@@ -250,15 +250,32 @@ class LabelOperator(FactorOperator):
         packing = self.wide if self.wide is not None else self.packing
         return self.spans.size <= BLOCK_MAX_READS * len(packing.groups)
 
-    def _by_blocks(self, kernel, X: np.ndarray) -> np.ndarray:
-        """``kernel(labels, offsets, ...)`` on X's columns :data:`~sca.operators.lanczos.BLOCK`
-        at a time: a wider block's tables (K rows of its columns) outgrow the cache."""
-        return np.column_stack(
-            [
-                kernel(self._rows, self.groups, X[:, s : s + BLOCK])
-                for s in range(0, X.shape[1], BLOCK)
-            ]
-        )
+    def _scatter(self, X, weights=None):
+        """``H^T W X`` (W the diagonal of ``weights``) of a block, in passes over the labels."""
+        out = kernels.scatter_wide(self._rows, self.groups, X.reshape(self.n, -1), BLOCK, weights)
+        return out.reshape((self.n_clusters,) + X.shape[1:])
+
+    def _gather(self, Z, weights=None):
+        """``W H Z`` of a block, in passes over the labels."""
+        K = self.n_clusters
+        out = kernels.gather_wide(self._rows, self.groups, Z.reshape(K, -1), BLOCK, weights)
+        return out.reshape((self.n,) + Z.shape[1:])
+
+    # A block's products weigh each row by D inside their passes over the labels,
+    # not in passes of their own over the (n, s) block.
+    def matmat(self, X):
+        X = np.asarray(X, dtype=float)
+        if not self._by_block(X):
+            return super().matmat(X)
+        return self._gather(self._scatter(X, self.scale), self.scale)
+
+    def factor_transpose(self, X):
+        X = np.asarray(X, dtype=float)
+        return self._scatter(X, self.scale) if self._by_block(X) else super().factor_transpose(X)
+
+    def factor(self, Z):
+        Z = np.asarray(Z, dtype=float)
+        return self._gather(Z, self.scale) if self._by_block(Z) else super().factor(Z)
 
     @property
     def krylov_block(self) -> int:
@@ -280,8 +297,7 @@ class LabelOperator(FactorOperator):
         if self._sparse_products:
             out = self._membership[1] @ X.reshape(self.n, -1)
         elif self._by_block(X):
-            # a block of columns in one pass over the labels
-            out = self._by_blocks(kernels.scatter_wide, X.reshape(self.n, -1))
+            return self._scatter(X)  # a block of columns in one pass over the labels
         elif wide is not None:  # column by column: one column's tables stay in cache
             columns = X.reshape(self.n, -1).T
             out = np.column_stack(
@@ -297,7 +313,7 @@ class LabelOperator(FactorOperator):
         if self._sparse_products:
             out = self._membership[0] @ Z.reshape(self.n_clusters, -1)
         elif self._by_block(Z):
-            out = self._by_blocks(kernels.gather_wide, Z.reshape(self.n_clusters, -1))
+            return self._gather(Z)
         elif wide is not None:
             table = wide.columns @ Z.reshape(self.n_clusters, -1)
             out = kernels.mat_wide(wide.codes, wide.binoff, table)

@@ -21,6 +21,7 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
+from scipy.linalg.blas import dtrmm
 from threadpoolctl import ThreadpoolController
 
 #: Below this many rows per core a kernel runs on the calling thread alone.
@@ -95,22 +96,33 @@ _held = 0
 _ALIGN = 64
 
 
-def matmul(A: np.ndarray, B: np.ndarray) -> np.ndarray:
+def _cut(size: int) -> list[int]:
+    """Edges of one share per core of ``size`` rows or columns, at multiples of
+    BLAS's register blocks."""
+    edges = [min(size, -(-size * t // THREADS) // _ALIGN * _ALIGN) for t in range(THREADS)]
+    return edges + [size]
+
+
+def _split(work: int) -> bool:
+    """Whether a product of ``work`` multiply-adds is cut over the cores."""
+    return _held > 0 and THREADS > 1 and work >= THREADS * MIN_MATMUL_WORK
+
+
+def matmul(A: np.ndarray, B: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     """``A @ B``, cut over the cores while :func:`one_blas_thread` holds BLAS to
     one thread: A's rows, or B's columns where those are more, one share per
     core, each a one-thread BLAS product of its own (BLAS's own threads are
     the ones held back).  The shares are cut at multiples of BLAS's register
     blocks, so that in float64 each entry is summed as the whole product sums
     it; float32 products (a null draw's rough spectrum) may round otherwise.
-    Elsewhere, or for a small product, ``A @ B`` as it stands."""
+    Elsewhere, or for a small product, ``A @ B`` as it stands.  Written into
+    ``out`` (of the product's shape, not overlapping A or B) when given."""
     m, n = A.shape[0], B.shape[1] if B.ndim == 2 else 1
-    if _held == 0 or THREADS == 1 or B.ndim != 2 or m * n * A.shape[1] < THREADS * MIN_MATMUL_WORK:
-        return A @ B
-    out = np.empty((m, n), dtype=np.result_type(A, B))
+    if B.ndim != 2 or not _split(m * n * A.shape[1]):
+        return A @ B if out is None else np.matmul(A, B, out=out)
+    out = np.empty((m, n), dtype=np.result_type(A, B)) if out is None else out
     by_rows = m >= n
-    size = m if by_rows else n
-    edges = [min(size, -(-size * t // THREADS) // _ALIGN * _ALIGN) for t in range(THREADS)]
-    edges = edges + [size]
+    edges = _cut(m if by_rows else n)
 
     def share(lo: int, hi: int) -> None:
         if by_rows:
@@ -120,6 +132,40 @@ def matmul(A: np.ndarray, B: np.ndarray) -> np.ndarray:
 
     parallel([functools.partial(share, lo, hi) for lo, hi in zip(edges[:-1], edges[1:])])
     return out
+
+
+def gram(A: np.ndarray) -> np.ndarray:
+    """``A^T A`` for a tall A, its rows cut over the cores as :func:`matmul` cuts
+    them (each share's ``A_i^T A_i`` a one-thread BLAS product, then summed);
+    elsewhere, or for a small A, ``A.T @ A`` as it stands."""
+    m, n = A.shape
+    if not _split(m * n * n // 2):
+        return A.T @ A
+    edges = _cut(m)
+    parts: list = [None] * THREADS
+
+    def share(t: int) -> None:
+        part = A[edges[t] : edges[t + 1]]
+        parts[t] = part.T @ part
+
+    parallel([functools.partial(share, t) for t in range(THREADS)])
+    return sum(parts[1:], parts[0])
+
+
+def times_triangular(Y: np.ndarray, M: np.ndarray) -> None:
+    """``Y <- Y M`` in place for an upper triangular M (BLAS's ``trmm``: half the
+    multiply-adds of a full product, and no second array), Y's rows cut over
+    the cores as :func:`matmul` cuts them."""
+    m, b = Y.shape
+    edges = _cut(m) if _split(m * b * b // 2) else [0, m]
+
+    def share(lo: int, hi: int) -> None:
+        part = Y[lo:hi].T  # (Y_i M)^T = M^T Y_i^T: Fortran's view of C-ordered rows
+        done = dtrmm(1.0, M, part, side=0, lower=0, trans_a=1, overwrite_b=1)
+        if not np.shares_memory(done, part):  # columns of a wider Y: copied by f2py
+            part[...] = done
+
+    parallel([functools.partial(share, lo, hi) for lo, hi in zip(edges[:-1], edges[1:])])
 
 
 _single_lock = threading.Lock()

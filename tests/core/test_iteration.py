@@ -133,3 +133,46 @@ def test_iterates_on_k_vectors_are_those_on_n_vectors(split):
         assert np.array_equal(a["labels"], b["labels"])
         assert (a["x"] is None) == (b["x"] is None)
         assert a["x"] is None or np.allclose(a["x"], b["x"], rtol=1e-9, atol=1e-15)
+
+
+def test_orthonormalisation_keeps_the_span_in_place():
+    """Each block of an n-vector iterate is deflated and made an orthonormal basis
+    of its span in place (Cholesky QR twice, Householder QR where a block is
+    nearly rank-deficient), and the norms after deflation are returned."""
+    from sca.iteration import _normalise
+
+    rng = np.random.default_rng(3)
+    for Z in (
+        rng.standard_normal((400, 6)) * np.logspace(0, 5, 6),  # scaled, well within Cholesky
+        np.repeat(rng.standard_normal((400, 3)), 2, axis=1),  # each block of rank 2: Householder
+    ):
+        deflated = Z - Z.mean(axis=0)
+        Q = Z.copy()
+        norms = _normalise(Q, 3)
+        assert np.allclose(norms, np.linalg.norm(deflated, axis=0))
+        for s in (0, 3):
+            block, basis = deflated[:, s : s + 3], Q[:, s : s + 3]
+            assert np.allclose(basis.T @ basis, np.eye(3), atol=1e-10)
+            # the span's basis (deflated) where the block has full rank; a rank-2
+            # block's third column is any direction orthogonal to the other two
+            full = np.linalg.matrix_rank(block) == 3
+            assert np.allclose(basis @ (basis.T @ block), block, atol=1e-8 * norms.max())
+            assert not full or np.allclose(basis.mean(axis=0), 0.0, atol=1e-12)
+
+
+def test_kmeans_split_predicts_each_cores_rows(monkeypatch):
+    """The k-means split assigns every row to the fitted model's nearest centre,
+    each core predicting its own rows: scikit-learn's predict of all the rows."""
+    import sca.operators.threads
+    from sca.splits import KMeansSplit, canonical
+
+    monkeypatch.setattr(sca.operators.threads, "THREADS", 2)
+    monkeypatch.setattr(sca.operators.threads, "MIN_ROWS_PER_THREAD", 1)
+    rng = np.random.default_rng(4)
+    Y = rng.standard_normal((601, 3)) + np.repeat(np.eye(3) * 6, [200, 200, 201], axis=0)
+    split, models = KMeansSplit(3, 0, 601), []
+    fit = split.fit
+    monkeypatch.setattr(split, "fit", lambda sample: models.append(fit(sample)) or models[-1])
+    labels = split(Y)
+    assert labels is not None and np.array_equal(labels, canonical(models[0].predict(Y)))
+    assert len(sca.operators.threads.spans(601)) == 2

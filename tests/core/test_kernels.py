@@ -130,3 +130,74 @@ def test_packed_loops_four_groups_a_pass_match_numpy(monkeypatch, groups):
     gathers = sum(table[binoff[a] + packed[a].astype(np.intp)] for a in range(groups))
     assert np.array_equal(sca.operators.kernels.rmat(packed, binoff, X), counts)
     assert np.allclose(sca.operators.kernels.mat(packed, binoff, table), gathers, rtol=1e-12)
+
+
+def test_block_products_weigh_rows_inside_their_passes(monkeypatch):
+    """A block of columns passes over the labels once for every BLOCK columns,
+    reading X's columns in place and writing each pass's columns into one
+    result, with D applied inside the passes: ``(D S D) X``, ``(DH)^T X`` and
+    ``(DH) Z`` are the sparse H's, for blocks of one pass, several and a part."""
+    monkeypatch.setattr(sca.operators.threads, "THREADS", 2)
+    monkeypatch.setattr(sca.operators.threads, "MIN_ROWS_PER_THREAD", 1)
+    monkeypatch.setattr(sca.operators.kernels, "COMPILED_MIN_ROWS", 100)
+    rng = np.random.default_rng(8)
+    labels = rng.integers(0, 20, (500, 9)).astype(np.uint8)  # a run to a byte group
+    H, groups = membership_factors(labels)
+    d = rng.random(500) + 0.5
+    for L, F in (
+        (sca.membership_operator(labels), sca.FactoredOperator(H, groups=groups)),
+        (
+            sca.membership_operator(labels).scaled(d),
+            sca.FactoredOperator(H, groups=groups).scaled(d),
+        ),
+    ):
+        for columns in (8, 16, 37):
+            X, Z = rng.standard_normal((500, columns)), rng.standard_normal((180, columns))
+            assert L._by_block(X) and L._by_block(Z)
+            assert np.allclose(L.matmat(X), F.matmat(X), rtol=1e-12)
+            assert np.allclose(L.factor_transpose(X), F.factor_transpose(X), rtol=1e-12)
+            assert np.allclose(L.factor(Z), F.factor(Z), rtol=1e-12)
+            assert np.allclose(L._left(X), H.T @ X) and np.allclose(L._right(Z), H @ Z)
+
+
+def test_gram_and_products_into_place_cut_over_the_cores(monkeypatch):
+    """While BLAS is held to one thread, a tall block's ``A^T A`` is summed from
+    each core's rows, and a product written into a given array (the
+    iteration's orthonormalisation, on arrays it keeps) is the whole product."""
+    monkeypatch.setattr(sca.operators.threads, "THREADS", 2)
+    monkeypatch.setattr(sca.operators.threads, "MIN_MATMUL_WORK", 1)
+    monkeypatch.setattr(sca.operators.kernels, "COMPILED_MIN_ROWS", 100)
+    rng = np.random.default_rng(6)
+    op = sca.membership_operator(rng.integers(0, 3, (300, 4)))
+
+    def products(P):
+        for m in (300, 301, 1):  # shares at BLAS's register blocks, uneven, and one row
+            A, B = rng.standard_normal((m, 20)), rng.standard_normal((20, 20))
+            G = sca.operators.threads.gram(A)
+            assert np.allclose(G, A.T @ A, rtol=1e-12) and np.array_equal(G, G.T)
+            out = np.empty((m, 20))
+            assert sca.operators.threads.matmul(A, B, out=out) is out
+            assert np.array_equal(out, A @ B)
+        return True
+
+    assert one_blas_thread(products)(op)
+
+
+def test_triangular_products_in_place_cut_over_the_cores(monkeypatch):
+    """``Y <- Y M`` for an upper triangular M, in place, each core its rows: the
+    product with the whole M, for a C-ordered Y and for a block of a wider one."""
+    monkeypatch.setattr(sca.operators.threads, "THREADS", 2)
+    monkeypatch.setattr(sca.operators.threads, "MIN_MATMUL_WORK", 1)
+    monkeypatch.setattr(sca.operators.kernels, "COMPILED_MIN_ROWS", 100)
+    rng = np.random.default_rng(7)
+    op = sca.membership_operator(rng.integers(0, 3, (300, 4)))
+    M = np.triu(rng.standard_normal((12, 12)))
+
+    def products(P):
+        for Y in (rng.standard_normal((301, 12)), rng.standard_normal((300, 30))[:, 5:17]):
+            expected = Y @ M
+            sca.operators.threads.times_triangular(Y, M)
+            assert np.allclose(Y, expected, rtol=1e-12, atol=1e-12)
+        return True
+
+    assert one_blas_thread(products)(op)
