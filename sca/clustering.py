@@ -28,6 +28,9 @@ from .operators.threads import one_blas_thread
 from .options import OPTIONS
 from .splits import canonical
 
+# Clusters' indicator columns per product with P in pair_uncoupling.
+PAIR_COLUMNS = 64
+
 DEFAULT_STABLE = OPTIONS["stable"].default
 DEFAULT_MAX_ITERATIONS = OPTIONS["max_iterations"].default
 DEFAULT_STARTS = OPTIONS["starts"].default
@@ -158,27 +161,87 @@ def iterate(
 
 @one_blas_thread
 def iterate_best(P: ConsensusOperator, candidates, **options):
-    """Cluster with each candidate k; keep the clustering most uncoupled against chance.
+    """Cluster with each candidate k; keep the clustering whose clusters are all uncoupled.
 
-    The score of a partition is ``(1 - σ(P)) - Σ_c (n_c / n)^2``: the share of
-    P's weight inside the clusters (Definition 2.7, Theorem 2.8) minus the
-    share a random partition with the same sizes would have (Newman's
-    modularity of P as a weighted graph, every degree 1).  Returns
-    ``(k, IterationResult, {k: score})``.
+    A partition's score is ``1 - max_{c < d} σ_cd``, where ``σ_cd`` is the
+    uncoupling measure (Definition 2.7) of the principal submatrix of P on
+    the clusters c and d, split into those two blocks: the share of its
+    weight between them.  The candidate whose worst-coupled pair is least
+    coupled wins (Theorem 2.8: the nearer P is to uncoupled in those blocks,
+    the nearer it is to block diagonal), ties to the smaller k.  Unlike a
+    score summed over the elements (the modularity of P), a pair's σ does
+    not shrink with the clusters' sizes, so small clusters well apart from
+    the rest are not merged into a large one; and a finer candidate that
+    cuts a group in two has that pair strongly coupled, and loses.
+
+    Parameters
+    ----------
+    P : ConsensusOperator
+        The balanced ``P = D S D``.
+    candidates : iterable of int
+        The values of k to cluster with (:func:`sca.perron.k_candidates`).
+    **options
+        Passed to :func:`iterate`.
+
+    Returns
+    -------
+    tuple
+        ``(k, IterationResult, {k: score})``.
+
+    References
+    ----------
+    .. [1] C. D. Meyer and C. D. Wessell, Stochastic Data Clustering,
+       Definition 2.7 and Theorem 2.8.
     """
     best: tuple[int, IterationResult] | None = None
     scores: dict[int, float] = {}
     for k in candidates:
         found = iterate(P, int(k), **options)
-        sizes = np.bincount(found.labels).astype(float)
-        scores[int(k)] = float(
-            np.sum(P.within_sums(found.labels)) / P.n - np.sum((sizes / P.n) ** 2)
-        )
+        scores[int(k)] = 1.0 - float(np.max(pair_uncoupling(P, found.labels), initial=0.0))
         if best is None or scores[int(k)] > scores[best[0]]:
             best = (int(k), found)
     if best is None:
         raise SCAError("no candidate k to cluster with", "k")
     return best[0], best[1], scores
+
+
+def pair_uncoupling(P: ConsensusOperator, labels) -> np.ndarray:
+    """The uncoupling measure of every pair of clusters.
+
+    For clusters c and d with ``W = E^T P E`` (E the clusters' indicator),
+    ``σ_cd = 2 W_cd / (W_cc + W_dd + 2 W_cd)``: Definition 2.7's σ of the
+    principal submatrix of P on c and d with those two blocks.
+
+    Parameters
+    ----------
+    P : ConsensusOperator
+        The balanced ``P = D S D``.
+    labels : array_like of int, shape (n,)
+        Each element's cluster, ``0 .. c - 1``.
+
+    Returns
+    -------
+    ndarray of shape (c, c)
+        ``σ_cd``, zero on the diagonal.
+
+    References
+    ----------
+    .. [1] C. D. Meyer and C. D. Wessell, Stochastic Data Clustering,
+       Definition 2.7.
+    """
+    labels = np.asarray(labels, dtype=np.int64)
+    count = int(labels.max()) + 1
+    W = np.zeros((count, count))
+    for start in range(0, count, PAIR_COLUMNS):
+        block = (labels >= start) & (labels < start + PAIR_COLUMNS)
+        E = np.zeros((P.n, min(PAIR_COLUMNS, count - start)))
+        E[np.flatnonzero(block), labels[block] - start] = 1.0
+        np.add.at(W[:, start : start + E.shape[1]], labels, P.matmat(E))
+    inside = np.diag(W)
+    pair = inside[:, None] + inside[None, :] + 2.0 * W
+    sigma = np.divide(2.0 * W, pair, out=np.zeros_like(W), where=pair > 0)
+    np.fill_diagonal(sigma, 0.0)
+    return sigma
 
 
 def _reconsensus(
