@@ -165,14 +165,15 @@ def iterate_best(P: ConsensusOperator, candidates, **options):
 
     A partition's score is ``1 - max_{c < d} σ_cd``, where ``σ_cd`` is the
     uncoupling measure (Definition 2.7) of the principal submatrix of P on
-    the clusters c and d, split into those two blocks: the share of its
-    weight between them.  The candidate whose worst-coupled pair is least
-    coupled wins (Theorem 2.8: the nearer P is to uncoupled in those blocks,
-    the nearer it is to block diagonal), ties to the smaller k.  Unlike a
-    score summed over the elements (the modularity of P), a pair's σ does
-    not shrink with the clusters' sizes, so small clusters well apart from
-    the rest are not merged into a large one; and a finer candidate that
-    cuts a group in two has that pair strongly coupled, and loses.
+    the clusters c and d, split into those two blocks and scaled so that
+    both weigh the same (:func:`pair_uncoupling`).  The candidate whose
+    worst-coupled pair is least coupled wins (Theorem 2.8: the nearer P is
+    to uncoupled in those blocks, the nearer it is to block diagonal), ties
+    to the smaller k.  Unlike a score summed over the elements (the
+    modularity of P), a pair's σ does not depend on the clusters' sizes, so
+    small clusters apart from the rest are not merged into a large one or
+    into each other; and a finer candidate that cuts a group in two has that
+    pair strongly coupled, and loses.
 
     Parameters
     ----------
@@ -206,11 +207,16 @@ def iterate_best(P: ConsensusOperator, candidates, **options):
 
 
 def pair_uncoupling(P: ConsensusOperator, labels) -> np.ndarray:
-    """The uncoupling measure of every pair of clusters.
+    """The uncoupling measure of every pair of clusters, their sizes set aside.
 
-    For clusters c and d with ``W = E^T P E`` (E the clusters' indicator),
-    ``σ_cd = 2 W_cd / (W_cc + W_dd + 2 W_cd)``: Definition 2.7's σ of the
-    principal submatrix of P on c and d with those two blocks.
+    With ``W = E^T P E`` (E the clusters' indicator), the principal submatrix
+    of P on clusters c and d has block sums ``W_cc``, ``W_dd`` and ``W_cd``.
+    Definition 2.7's σ of it, ``2 W_cd / (W_cc + W_dd + 2 W_cd)``, is
+    dominated by the larger cluster's weight; scaled symmetrically (as
+    ``D S D``, Sec. 2.3) so that both blocks weigh the same, ``sqrt(W_cc
+    W_dd)`` each, with ``W_cd`` unchanged, it is
+    ``σ_cd = W_cd / (sqrt(W_cc W_dd) + W_cd)``: 0 for uncoupled clusters, 1/2
+    when they are as tied to each other as within themselves.
 
     Parameters
     ----------
@@ -237,9 +243,9 @@ def pair_uncoupling(P: ConsensusOperator, labels) -> np.ndarray:
         E = np.zeros((P.n, min(PAIR_COLUMNS, count - start)))
         E[np.flatnonzero(block), labels[block] - start] = 1.0
         np.add.at(W[:, start : start + E.shape[1]], labels, P.matmat(E))
-    inside = np.diag(W)
-    pair = inside[:, None] + inside[None, :] + 2.0 * W
-    sigma = np.divide(2.0 * W, pair, out=np.zeros_like(W), where=pair > 0)
+    inside = np.sqrt(np.diag(W))
+    pair = np.outer(inside, inside) + W
+    sigma = np.divide(W, pair, out=np.zeros_like(W), where=pair > 0)
     np.fill_diagonal(sigma, 0.0)
     return sigma
 
