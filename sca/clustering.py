@@ -170,9 +170,9 @@ def iterate_best(P: ConsensusOperator, candidates, **options):
     worst-coupled pair is least coupled wins (Theorem 2.8: the nearer P is
     to uncoupled in those blocks, the nearer it is to block diagonal), ties
     to the smaller k.  Unlike a score summed over the elements (the
-    modularity of P), a pair's σ does not depend on the clusters' sizes, so
-    small clusters apart from the rest are not merged into a large one or
-    into each other; and a finer candidate that cuts a group in two has that
+    modularity of P), a pair's σ sets the weight between two clusters
+    against the geometric mean of their own, so small clusters apart from
+    the rest are not merged into a large one or into each other; and a finer candidate that cuts a group in two has that
     pair strongly coupled, and loses.
 
     Parameters
