@@ -172,8 +172,9 @@ def iterate_best(P: ConsensusOperator, candidates, **options):
     to the smaller k.  Unlike a score summed over the elements (the
     modularity of P), a pair's σ sets the weight between two clusters
     against the geometric mean of their own, so small clusters apart from
-    the rest are not merged into a large one or into each other; and a finer candidate that cuts a group in two has that
-    pair strongly coupled, and loses.
+    the rest are not merged into a large one or into each other; and a
+    finer candidate that cuts a group in two has that pair strongly coupled,
+    and loses.
 
     Parameters
     ----------
