@@ -28,9 +28,6 @@ from .operators.threads import one_blas_thread
 from .options import OPTIONS
 from .splits import canonical
 
-# Clusters' indicator columns per product with P in pair_uncoupling.
-PAIR_COLUMNS = 64
-
 DEFAULT_STABLE = OPTIONS["stable"].default
 DEFAULT_MAX_ITERATIONS = OPTIONS["max_iterations"].default
 DEFAULT_STARTS = OPTIONS["starts"].default
@@ -161,94 +158,27 @@ def iterate(
 
 @one_blas_thread
 def iterate_best(P: ConsensusOperator, candidates, **options):
-    """Cluster with each candidate k; keep the clustering whose clusters are all uncoupled.
+    """Cluster with each candidate k; keep the clustering most uncoupled against chance.
 
-    A partition's score is ``1 - max_{c < d} σ_cd``, where ``σ_cd`` is the
-    uncoupling measure (Definition 2.7) of the principal submatrix of P on
-    the clusters c and d, split into those two blocks and scaled so that
-    both weigh the same (:func:`pair_uncoupling`).  The candidate whose
-    worst-coupled pair is least coupled wins (Theorem 2.8: the nearer P is
-    to uncoupled in those blocks, the nearer it is to block diagonal), ties
-    to the smaller k.  Unlike a score summed over the elements (the
-    modularity of P), a pair's σ sets the weight between two clusters
-    against the geometric mean of their own, so small clusters apart from
-    the rest are not merged into a large one or into each other; and a
-    finer candidate that cuts a group in two has that pair strongly coupled,
-    and loses.
-
-    Parameters
-    ----------
-    P : ConsensusOperator
-        The balanced ``P = D S D``.
-    candidates : iterable of int
-        The values of k to cluster with (:func:`sca.perron.k_candidates`).
-    **options
-        Passed to :func:`iterate`.
-
-    Returns
-    -------
-    tuple
-        ``(k, IterationResult, {k: score})``.
-
-    References
-    ----------
-    .. [1] C. D. Meyer and C. D. Wessell, Stochastic Data Clustering,
-       Definition 2.7 and Theorem 2.8.
+    The score of a partition is ``(1 - σ(P)) - Σ_c (n_c / n)^2``: the share of
+    P's weight inside the clusters (Definition 2.7, Theorem 2.8) minus the
+    share a random partition with the same sizes would have (Newman's
+    modularity of P as a weighted graph, every degree 1).  Returns
+    ``(k, IterationResult, {k: score})``.
     """
     best: tuple[int, IterationResult] | None = None
     scores: dict[int, float] = {}
     for k in candidates:
         found = iterate(P, int(k), **options)
-        scores[int(k)] = 1.0 - float(np.max(pair_uncoupling(P, found.labels), initial=0.0))
+        sizes = np.bincount(found.labels).astype(float)
+        scores[int(k)] = float(
+            np.sum(P.within_sums(found.labels)) / P.n - np.sum((sizes / P.n) ** 2)
+        )
         if best is None or scores[int(k)] > scores[best[0]]:
             best = (int(k), found)
     if best is None:
         raise SCAError("no candidate k to cluster with", "k")
     return best[0], best[1], scores
-
-
-def pair_uncoupling(P: ConsensusOperator, labels) -> np.ndarray:
-    """The uncoupling measure of every pair of clusters, their sizes set aside.
-
-    With ``W = E^T P E`` (E the clusters' indicator), the principal submatrix
-    of P on clusters c and d has block sums ``W_cc``, ``W_dd`` and ``W_cd``.
-    Definition 2.7's σ of it, ``2 W_cd / (W_cc + W_dd + 2 W_cd)``, is
-    dominated by the larger cluster's weight; scaled symmetrically (as
-    ``D S D``, Sec. 2.3) so that both blocks weigh the same, ``sqrt(W_cc
-    W_dd)`` each, with ``W_cd`` unchanged, it is
-    ``σ_cd = W_cd / (sqrt(W_cc W_dd) + W_cd)``: 0 for uncoupled clusters, 1/2
-    when they are as tied to each other as within themselves.
-
-    Parameters
-    ----------
-    P : ConsensusOperator
-        The balanced ``P = D S D``.
-    labels : array_like of int, shape (n,)
-        Each element's cluster, ``0 .. c - 1``.
-
-    Returns
-    -------
-    ndarray of shape (c, c)
-        ``σ_cd``, zero on the diagonal.
-
-    References
-    ----------
-    .. [1] C. D. Meyer and C. D. Wessell, Stochastic Data Clustering,
-       Definition 2.7.
-    """
-    labels = np.asarray(labels, dtype=np.int64)
-    count = int(labels.max()) + 1
-    W = np.zeros((count, count))
-    for start in range(0, count, PAIR_COLUMNS):
-        block = (labels >= start) & (labels < start + PAIR_COLUMNS)
-        E = np.zeros((P.n, min(PAIR_COLUMNS, count - start)))
-        E[np.flatnonzero(block), labels[block] - start] = 1.0
-        np.add.at(W[:, start : start + E.shape[1]], labels, P.matmat(E))
-    inside = np.sqrt(np.diag(W))
-    pair = np.outer(inside, inside) + W
-    sigma = np.divide(W, pair, out=np.zeros_like(W), where=pair > 0)
-    np.fill_diagonal(sigma, 0.0)
-    return sigma
 
 
 def _reconsensus(

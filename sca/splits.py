@@ -6,14 +6,6 @@ largest gaps (the paper's split), :class:`KMeansSplit` clusters the rows of a
 block of b = k-1 iterates with k-means (the default, see :mod:`sca.iteration`),
 and :func:`canonical` numbers the clusters of either by first appearance, so
 that equal partitions are equal arrays.
-
-At k = 2 the block is one vector, and k-means' cut, halfway between the two
-centres, can fall inside a small group whose entries have not yet come
-together: one between two large groups, its members tied to either, spans
-part of the way between their centres.  There the cut moves to the largest
-gap between the two centres (:class:`GapCut`): the paper's split (Fig. 3.1,
-step 5) within k-means' span, which leaves the wide gaps of the tails, where
-the largest gap of the whole vector often lies, unread.
 """
 
 from __future__ import annotations
@@ -90,57 +82,6 @@ def gap_split(x: np.ndarray, k: int) -> np.ndarray | None:
     return canonical(labels)
 
 
-class GapCut:
-    """Two clusters of one vector: above and below the middle of the largest gap
-    between two k-means centres.
-
-    Parameters
-    ----------
-    cut : float
-        Entries above it form one cluster, the others the other.
-
-    See Also
-    --------
-    gap_split : The paper's cut of the whole vector at its largest gaps.
-
-    References
-    ----------
-    .. [1] C. D. Meyer and C. D. Wessell, Stochastic Data Clustering, Sec. 3
-       (Fig. 3.1, step 5).
-    """
-
-    def __init__(self, cut: float):
-        self.cut = cut
-
-    @classmethod
-    def between(cls, centres: np.ndarray, values: np.ndarray) -> GapCut:
-        """The cut at the largest gap of the sorted ``values`` that reaches
-        between the two ``centres`` (k-means' own midpoint when none does).
-
-        Parameters
-        ----------
-        centres : ndarray of shape (2, 1)
-            The k-means centres of ``values``.
-        values : ndarray of shape (m,) or (m, 1)
-            The entries the centres were fitted on.
-
-        Returns
-        -------
-        GapCut
-        """
-        low, high = np.sort(np.ravel(centres))
-        v = np.sort(np.ravel(values))
-        reach = np.flatnonzero((v[:-1] < high) & (v[1:] > low))
-        if not reach.size:
-            return cls(0.5 * (low + high))
-        j = reach[np.argmax(v[reach + 1] - v[reach])]
-        return cls(0.5 * (v[j] + v[j + 1]))
-
-    def predict(self, Y: np.ndarray) -> np.ndarray:
-        """Each row's cluster: 1 above the cut, 0 below."""
-        return (np.reshape(Y, (len(Y), -1))[:, 0] > self.cut).astype(np.int64)
-
-
 class KMeansSplit:
     """k-means on the rows of a block, warm-started from the previous centres.
 
@@ -159,14 +100,6 @@ class KMeansSplit:
         )
 
     def fit(self, sample: np.ndarray):
-        """The model of this step, fitted on the sampled rows: k-means, or at
-        k = 2 (one vector) its :class:`GapCut`."""
-        best = self._kmeans(sample)
-        if self.k == 2 and sample.shape[1] == 1:
-            return GapCut.between(best.cluster_centers_, sample)
-        return best
-
-    def _kmeans(self, sample: np.ndarray):
         """The k-means model of this step, fitted on the sampled rows."""
         # A fresh k-means++ fit and the previous centres refined: keep the
         # better, so neither a bad first start nor a stale optimum persists.
@@ -200,7 +133,7 @@ class KMeansSplit:
     def __call__(self, Y: np.ndarray) -> np.ndarray | None:
         Y = Y.reshape(Y.shape[0], -1)
         best = self.fit(Y[self.sample])
-        if isinstance(best, SmallKMeans | GapCut):
+        if isinstance(best, SmallKMeans):
             labels = best.predict(Y)
         else:
             labels = np.empty(Y.shape[0], dtype=np.int32)

@@ -72,11 +72,14 @@ def test_twenty_groups_show_through_the_coarse_runs():
 
 
 @pytest.mark.slow
+@pytest.mark.xfail(
+    strict=True,
+    reason="the 15-element group is merged (k = 2) and the iteration's cut at k = 2 "
+    "divides it between the two clusters; issue 21's target, not yet met",
+)
 def test_very_unequal_groups_are_not_cut_into_pieces():
     """Small groups may be merged (the ensemble's cells are spent on the large
-    one), but no group is ever cut into pieces: here k = 2, and the 15-element
-    group, whose iterates span part of the way between the two large groups,
-    stays whole (the cut at the largest gap between the centres, sca.splits.GapCut)."""
+    one), but no group is ever cut into pieces."""
     X, truth = _blobs([400, 120, 40, 15], d=2, seed=3)
     labels = np.array(sca.cluster(data=X)["labels"])
     for group in range(4):
