@@ -18,7 +18,7 @@ Three rules for k from the eigenvalues ``1 = λ1 >= λ2 >= ... >= λ_k̂``:
     such as species split further by k-means runs at a higher k), or the
     first eigenvalue below the floor nearer the last above it than the bulk
     -- those k are ``candidates`` as well, and the iteration stage keeps the
-    candidate whose most coupled pair of clusters is least coupled
+    candidate whose clustering is most uncoupled against chance
     (:func:`sca.clustering.iterate_best`).  Below n = 30 a null reference is too coarse (at n = 3
     every rearrangement of S is the same matrix): k is then the number of
     eigenvalues above 1/2, those nearer 1 than 0.
