@@ -73,6 +73,18 @@ def test_small_blocks_beside_large_ones_are_found():
     assert sorted(map(len, result["clusters"])) == [10, 30, 100, 500, 2000]
 
 
+@pytest.mark.parametrize("seed, sizes, noise", [(16, [1, 2, 4], 0.6), (7, [1, 1, 2, 4], 0.7)])
+def test_noisy_runs_keep_the_finer_candidate_when_it_holds_the_planted_blocks(seed, sizes, noise):
+    """Most of each run relabelled at random: the candidates are 2 and the
+    planted k, and the choice among them keeps the planted blocks, not a merger
+    of the smaller ones (a score of the worst-coupled pair alone chose k = 2)."""
+    rng = np.random.default_rng(seed)
+    truth = planted_truth(400, sizes, rng)
+    result = sca.cluster(labels=planted_runs(truth, 20, noise, rng))
+    assert result["k"] == len(sizes) and 2 in result["k_candidates"]
+    assert adjusted_rand_score(truth, result["labels"]) > 0.6
+
+
 def test_all_equal_consensus_is_one_cluster():
     result = sca.cluster(consensus=np.full((10, 10), 100.0))
     assert result["k"] == 1 and result["structure"] is False
