@@ -58,6 +58,10 @@ from .pool import spread
 
 #: Reference data sets run through the ensemble.
 DRAWS = 4
+#: Reference data sets at most: more than :data:`DRAWS` run only when those leave
+#: an eigenvalue that decides ``k_signal`` within the margin's standard error
+#: (:func:`in_doubt`).
+MAX_DRAWS = 8
 #: Reference data sets run first; the others only when these leave k in doubt
 #: (:func:`settled`).
 FIRST_DRAWS = 2
@@ -151,7 +155,10 @@ def reference_spectra(
     each is then a task of its own (:func:`sca.pool.spread`): its ensemble's
     runs one after the other, its balancing and eigenvalues, on one worker.
     Given the data's eigenvalues, the first :data:`FIRST_DRAWS` references run
-    alone, and the others only when those leave k in doubt (:func:`settled`).
+    alone, and the others only when those leave k in doubt (:func:`settled`);
+    when all :data:`DRAWS` leave ``k_signal`` within the margin's own
+    standard error (:func:`in_doubt`), more are drawn, :data:`MAX_DRAWS` in
+    all, and k is read against all of them.
 
     Parameters
     ----------
@@ -161,7 +168,8 @@ def reference_spectra(
         The ensemble the data ran through.
     seed : int, default 0
     draws : int, optional
-        Reference data sets (default :data:`DRAWS`).
+        Reference data sets (default :data:`DRAWS`, up to :data:`MAX_DRAWS`
+        when in doubt); given, no more than these run.
     eigenvalues : callable, optional
         ``eigenvalues(count)``: the data's ``count`` largest eigenvalues of P.
 
@@ -169,25 +177,35 @@ def reference_spectra(
     -------
     ndarray of shape (draws, count)
         Descending within each row, zero-padded; :data:`FIRST_DRAWS` rows
-        when those settled k.
+        when those settled k, :data:`MAX_DRAWS` when :data:`DRAWS` left it in doubt.
     """
     X = np.asarray(X, dtype=float)
     rng = np.random.default_rng([int(seed), 0x5EF])
     if X.shape[0] > MAX_REFERENCE_N:
         X = X[rng.choice(X.shape[0], MAX_REFERENCE_N, replace=False)]
     count = reference_count(ensemble, X.shape[0])
-    seeds = rng.integers(0, 2**32 - 1, size=DRAWS if draws is None else draws)
-    # every reference drawn, whether it runs or not: the generator's stream, and so
-    # each reference, is the same as when all run
-    tasks = [(reference_data(X, rng), ensemble, int(s), count) for s in seeds]
     each = ensemble_work(X, ensemble_plan(ensemble))
-    if eigenvalues is None or len(tasks) <= FIRST_DRAWS:
+
+    def drawn(size: int) -> list[tuple]:
+        seeds = rng.integers(0, 2**32 - 1, size=size)
+        return [(reference_data(X, rng), ensemble, int(s), count) for s in seeds]
+
+    def spectra(tasks: list[tuple]) -> np.ndarray:
         return np.array(spread(reference_spectrum, tasks, work=each * len(tasks)))
-    first = np.array(spread(reference_spectrum, tasks[:FIRST_DRAWS], work=each * FIRST_DRAWS))
-    if settled(eigenvalues(count), first):
+
+    # every reference of a round drawn, whether it runs or not: the generator's
+    # stream, and so each reference, is the same as when all run
+    tasks = drawn(DRAWS if draws is None else draws)
+    if eigenvalues is None or len(tasks) <= FIRST_DRAWS:
+        return spectra(tasks)
+    values = eigenvalues(count)
+    first = spectra(tasks[:FIRST_DRAWS])
+    if settled(values, first):
         return first
-    others = tasks[FIRST_DRAWS:]
-    return np.concatenate([first, spread(reference_spectrum, others, work=each * len(others))])
+    every = np.concatenate([first, spectra(tasks[FIRST_DRAWS:])])
+    if draws is not None or not in_doubt(values, every):
+        return every
+    return np.concatenate([every, spectra(drawn(MAX_DRAWS - every.shape[0]))])
 
 
 def reference_spectrum(reference, ensemble, seed: int, count: int) -> np.ndarray:
@@ -216,6 +234,57 @@ class ReferenceChoice:
     runner: int = 0
 
 
+def _log_scale(eigenvalues, references):
+    """The data's and the references' log-eigenvalues over the count both have,
+    with the references' mean and standard deviation of each."""
+    refs = np.log(np.maximum(np.asarray(references, dtype=float), TINY))
+    count = min(refs.shape[1], len(eigenvalues))
+    data = np.log(np.maximum(np.asarray(eigenvalues, dtype=float)[:count], TINY))
+    refs = refs[:, :count]
+    mean = refs.mean(axis=0)
+    sd = np.maximum(refs.std(axis=0, ddof=1) if refs.shape[0] > 1 else 0.0, MIN_SD)
+    return data, refs, mean, sd
+
+
+def _signal_count(data, threshold) -> int:
+    """Eigenvalues above their thresholds counted from λ2 until the first that is
+    not, λ1 included: ``k_signal``."""
+    below = np.flatnonzero(data[1:] <= threshold[1:])
+    return 1 + (int(below[0]) if below.size else data.size - 1)
+
+
+def in_doubt(eigenvalues, references) -> bool:
+    """Whether ``k_signal`` rests on an eigenvalue too near its threshold for these
+    references to tell: more references are then worth drawing.
+
+    The threshold ``mean + MARGIN_Z sd`` is itself estimated from B
+    references; with Gaussian log-eigenvalues its standard error is about
+    ``sd sqrt(1/B + MARGIN_Z^2 / (2 (B - 1)))`` (the mean's and the standard
+    deviation's).  ``k_signal`` is in doubt when one of the eigenvalues that
+    decide it, λ2 ... λ_(k_signal + 1), lies within that distance of its
+    threshold: a few references can spread wider or narrower than many by
+    chance (with four, the standard deviation's own error is about 40 %).
+
+    Parameters
+    ----------
+    eigenvalues : array-like
+        P's largest eigenvalues, descending (λ1 = 1).
+    references : ndarray of shape (draws, count)
+        From :func:`reference_spectra`, at least two.
+
+    Returns
+    -------
+    bool
+    """
+    data, refs, mean, sd = _log_scale(eigenvalues, references)
+    draws = refs.shape[0]
+    error = sd * np.sqrt(1 / draws + MARGIN_Z**2 / (2 * (draws - 1)))
+    threshold = mean + MARGIN_Z * sd
+    k_signal = _signal_count(data, threshold)
+    deciding = slice(1, min(k_signal + 1, data.size))
+    return bool(np.any(np.abs(data[deciding] - threshold[deciding]) < error[deciding]))
+
+
 def reference_k(eigenvalues, references) -> ReferenceChoice:
     """The number of clusters from P's eigenvalues against the references'.
 
@@ -230,15 +299,10 @@ def reference_k(eigenvalues, references) -> ReferenceChoice:
     -------
     ReferenceChoice
     """
-    refs = np.log(np.maximum(np.asarray(references, dtype=float), TINY))
-    count = min(refs.shape[1], len(eigenvalues))
-    data = np.log(np.maximum(np.asarray(eigenvalues, dtype=float)[:count], TINY))
-    refs = refs[:, :count]
-    mean = refs.mean(axis=0)
-    sd = np.maximum(refs.std(axis=0, ddof=1) if refs.shape[0] > 1 else 0.0, MIN_SD)
+    data, refs, mean, sd = _log_scale(eigenvalues, references)
+    count = data.size
     threshold = mean + MARGIN_Z * sd
-    below = np.flatnonzero(data[1:] <= threshold[1:])
-    k_signal = 1 + (int(below[0]) if below.size else count - 1)
+    k_signal = _signal_count(data, threshold)
     floor = float(np.exp(threshold[1])) if count > 1 else 1.0
     floors = tuple(float(f) for f in np.exp(threshold[1:]))
     excess = data - mean

@@ -16,6 +16,9 @@ import sca
 from sca.reference import (
     DRAWS,
     FIRST_DRAWS,
+    MARGIN_Z,
+    MAX_DRAWS,
+    in_doubt,
     reference_data,
     reference_k,
     reference_spectra,
@@ -162,3 +165,40 @@ def test_references_stop_early_only_when_k_is_settled(groups, early):
     np.testing.assert_array_equal(spectra, every[: spectra.shape[0]])
     values = P.eigenvalues(every.shape[1], few=True)
     assert reference_k(values, spectra).k == reference_k(values, every).k
+
+
+def _at_margin(references, z):
+    """A spectrum whose λ2 stands ``z`` of the references' standard deviations above
+    their mean (log scale) and whose later eigenvalues are the references' least."""
+    logs = np.log(references)
+    values = np.exp(logs.mean(axis=0) + z * logs.std(axis=0, ddof=1))
+    values[0], values[2:] = 1.0, references[:, 2:].min(axis=0)
+    return values
+
+
+def test_k_signal_is_in_doubt_only_near_the_margin():
+    rng = np.random.default_rng(0)
+    many = np.sort(rng.uniform(0.05, 0.9, (MAX_DRAWS, 12)), axis=1)[:, ::-1]
+    many[:, 0] = 1.0
+    references = many[:DRAWS]
+    assert in_doubt(_at_margin(references, MARGIN_Z + 0.1), references)
+    assert in_doubt(_at_margin(references, MARGIN_Z - 0.1), references)
+    assert not in_doubt(_at_margin(references, MARGIN_Z + 3), references)
+    assert not in_doubt(_at_margin(references, 0.0), references)
+    # the more references, the better the margin is known: the band narrows
+    assert in_doubt(_at_margin(many[:2], MARGIN_Z + 0.8), many[:2])
+    assert not in_doubt(_at_margin(many, MARGIN_Z + 0.8), many)
+
+
+def test_references_are_drawn_again_when_the_first_leave_k_in_doubt():
+    X = NO_STRUCTURE["Gaussian 10-D"](np.random.default_rng(4))
+    ensemble = sca.ensemble_spec.default_ensemble(X.shape[0])
+    first = reference_spectra(X, ensemble, seed=1)
+    doubtful = _at_margin(first, MARGIN_Z)
+    spectra = reference_spectra(X, ensemble, seed=1, eigenvalues=lambda count: doubtful[:count])
+    assert spectra.shape[0] == MAX_DRAWS
+    np.testing.assert_array_equal(spectra[:DRAWS], first)  # the first as when alone
+    assert not np.array_equal(spectra[DRAWS:], first)
+    clear = _at_margin(first, 0.0)
+    spectra = reference_spectra(X, ensemble, seed=1, eigenvalues=lambda count: clear[:count])
+    np.testing.assert_array_equal(spectra, first)
