@@ -50,11 +50,14 @@ def separated_centers(k: int, d: int, seed: int, min_distance: float = 10.0) -> 
 
 def structureless(seed: int):
     """Rows without clusters: uniform in a square, Gaussian, and Gaussian of the
-    shape of expression data (few rows, many columns)."""
+    shape of expression data (few rows, many columns); and a small square and
+    a small Gaussian, as few rows as a clinic's cohort."""
     rng = np.random.default_rng(seed)
     yield "uniform 2-D n=500", rng.uniform(size=(500, 2))
     yield "Gaussian 10-D n=500", rng.standard_normal((500, 10))
     yield "Gaussian 200 x 1000", rng.standard_normal((200, 1000))
+    yield "uniform 2-D n=60", rng.uniform(size=(60, 2))
+    yield "Gaussian 2-D n=100", rng.standard_normal((100, 2))
 
 
 def weak(seed: int):
@@ -71,6 +74,16 @@ def planted(k: int, seed: int):
     n = min(150 * k, MAX_PLANTED_N)
     d = 2 if k <= 5 else 10 if k <= 12 else 20
     centers = separated_centers(k, d, seed)
+    return datasets.make_blobs(n, centers=centers, cluster_std=1.0, random_state=seed)
+
+
+#: (k, n) of the small planted cases: groups of 15 and 20 rows, as Ruspini's.
+SMALL_PLANTED = ((4, 60), (5, 100))
+
+
+def small_planted(k: int, n: int, seed: int):
+    """k equal, well separated unit-variance 2-D blobs of n rows in all: few rows."""
+    centers = separated_centers(k, 2, seed + 1000)
     return datasets.make_blobs(n, centers=centers, cluster_std=1.0, random_state=seed)
 
 
@@ -135,6 +148,8 @@ def raw_cases(quick: bool = True, seeds: int = 3):
         for k in PLANTED_KS:
             X, y = planted(k, seed)
             yield PLANTED, f"{k} blobs n={X.shape[0]} d={X.shape[1]}", seed, X, y
+        for k, n in SMALL_PLANTED:
+            yield (PLANTED, f"{k} blobs n={n} d=2", seed, *small_planted(k, n, seed))
         sizes = ",".join(map(str, UNEQUAL_SIZES))
         yield (UNEQUAL, f"blobs {sizes}", seed, *unequal(seed))
         for name, X, y in shapes(seed):
