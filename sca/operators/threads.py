@@ -113,9 +113,11 @@ def matmul(A: np.ndarray, B: np.ndarray, out: np.ndarray | None = None) -> np.nd
     one thread: A's rows, or B's columns where those are more, one share per
     core, each a one-thread BLAS product of its own (BLAS's own threads are
     the ones held back).  The shares are cut at multiples of BLAS's register
-    blocks, so that in float64 each entry is summed as the whole product sums
-    it; float32 products (a null draw's rough spectrum) may round otherwise.
-    Elsewhere, or for a small product, ``A @ B`` as it stands.  Written into
+    blocks, so that where BLAS sums each entry the same way for any number of
+    rows (OpenBLAS's Haswell kernels do) the result is the whole product's
+    bit for bit; elsewhere (OpenBLAS's small-matrix kernels for AVX-512, and
+    float32 products) a share may round otherwise in the last bits.
+    Where BLAS is not held, or for a small product, ``A @ B`` as it stands.  Written into
     ``out`` (of the product's shape, not overlapping A or B) when given."""
     m, n = A.shape[0], B.shape[1] if B.ndim == 2 else 1
     if B.ndim != 2 or not _split(m * n * A.shape[1]):
