@@ -48,9 +48,11 @@ from .splits import GAP_EPS, KMeansSplit, canonical, gap_split  # noqa: F401 - r
 
 #: Redraws allowed for a random start within ε of uniform.
 _MAX_REDRAWS = 100
-#: A block whose Gram matrix is within this of the identity (entrywise) after
-#: one pass of Cholesky QR takes no second: k-means reads its rows, and the next
-#: step orthonormalises afresh, so what is left does not accumulate.
+#: A block whose Gram matrix is within this of the identity after one pass of
+#: Cholesky QR takes no second: k-means reads its rows, and the next step
+#: orthonormalises afresh, so what is left does not accumulate.  One pass leaves
+#: about ``u cond(Y^T Y)`` (u the unit roundoff; Yamamoto et al., ETNA 44, 2015),
+#: so the condition of the Gram matrix, not a second one, decides.
 ORTHONORMAL_TOL = 1e-12
 
 
@@ -118,9 +120,10 @@ def _normalise(Z: np.ndarray, b: int) -> np.ndarray:
 def _orthonormal(Y: np.ndarray) -> np.ndarray:
     """Y's columns made an orthonormal basis of their span, in place, by Cholesky
     QR (a small Gram matrix, then ``Y R^-1``; several times faster than
-    Householder QR on a tall block), repeated once unless the first pass's
-    columns are already orthonormal to :data:`ORTHONORMAL_TOL`, and by
-    Householder QR where Y is nearly rank-deficient; returns Y's column norms."""
+    Householder QR on a tall block), repeated once where the first pass leaves
+    them further than :data:`ORTHONORMAL_TOL` from orthonormal (the Gram
+    matrix's condition says so beforehand), and by Householder QR where Y is
+    nearly rank-deficient; returns Y's column norms."""
     gram = threads.gram(Y)
     norms = np.sqrt(np.maximum(np.diag(gram), 0.0))
     for _ in range(2):
@@ -129,9 +132,10 @@ def _orthonormal(Y: np.ndarray) -> np.ndarray:
             Y[:] = np.linalg.qr(Y)[0]
             return norms
         threads.times_triangular(Y, inverse)
-        gram = threads.gram(Y)
-        if np.max(np.abs(gram - np.eye(gram.shape[0]))) <= ORTHONORMAL_TOL:
+        values = np.linalg.eigvalsh(gram)
+        if values[0] > 0 and np.finfo(float).eps * values[-1] / values[0] <= ORTHONORMAL_TOL:
             break
+        gram = threads.gram(Y)
     return norms
 
 

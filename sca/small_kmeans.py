@@ -26,9 +26,14 @@ scikit-learn's KMeans, whose compiled, threaded loops win there.
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import lru_cache, partial
 
 import numpy as np
+
+from .operators import threads
+
+#: From this many rows a seeding's distances are cut over the cores (when asked).
+CUT_ROWS = 2048
 
 
 @lru_cache(maxsize=64)
@@ -42,12 +47,35 @@ def _draws(seed: int, count: int) -> np.ndarray:
     return draws
 
 
-def _squared_distances(C: np.ndarray, X: np.ndarray, x_norms: np.ndarray) -> np.ndarray:
-    """``|c - x|^2`` for each row c of C and x of X, as scikit-learn expands it."""
+def _squared_distances(
+    C: np.ndarray, X: np.ndarray, x_norms: np.ndarray, cut: bool = False
+) -> np.ndarray:
+    """``|c - x|^2`` for each row c of C and x of X, as scikit-learn expands it;
+    with ``cut``, from :data:`CUT_ROWS` rows, each core its share of X's rows."""
+    c_norms = np.einsum("ij,ij->i", C, C)[:, None]
+    parts = threads.THREADS if cut and X.shape[0] >= CUT_ROWS else 1
+    if parts == 1:
+        return _distances_into(C, X, x_norms, c_norms)
+    out = np.empty((C.shape[0], X.shape[0]))
+    edges = np.linspace(0, X.shape[0], parts + 1).astype(np.int64).tolist()
+    threads.parallel(
+        [
+            partial(_distances_into, C, X[lo:hi], x_norms[lo:hi], c_norms, out[:, lo:hi])
+            for lo, hi in zip(edges[:-1], edges[1:])
+        ]
+    )
+    return out
+
+
+def _distances_into(C, X, x_norms, c_norms, out=None) -> np.ndarray:
+    """:func:`_squared_distances` of all of X's rows, into ``out`` if given."""
     d = -2 * (C @ X.T)
-    d += np.einsum("ij,ij->i", C, C)[:, None]
+    d += c_norms
     d += x_norms[None, :]
-    return np.maximum(d, 0, out=d)
+    if out is None:
+        return np.maximum(d, 0, out=d)
+    np.maximum(d, 0, out=out)
+    return out
 
 
 def _trials(k: int) -> int:
@@ -58,28 +86,69 @@ def _trials(k: int) -> int:
 def _kmeans_plusplus(X: np.ndarray, k: int, x_norms: np.ndarray, draws: np.ndarray) -> np.ndarray:
     """Greedy k-means++ seeding (scikit-learn's ``_kmeans_plusplus``, unit weights) on
     the uniform ``draws`` (1 + (k - 1) * :func:`_trials` of them)."""
+    return X[_plusplus_rows(X, k, x_norms, draws)]
+
+
+def _plusplus_rows(
+    X: np.ndarray, k: int, x_norms: np.ndarray, draws: np.ndarray, cut: bool = False
+) -> np.ndarray:
+    """The rows of X :func:`_kmeans_plusplus` picks, in order (``cut``: see
+    :func:`_squared_distances`)."""
     n = X.shape[0]
     weights = np.ones(n)
     trials = _trials(k)
-    centres = np.empty((k, X.shape[1]))
+    rows = np.empty(k, dtype=np.int64)
     # RandomState.choice(n, p=weights / weights.sum()), on its one draw
     cdf = (weights / weights.sum()).cumsum()
     cdf /= cdf[-1]
-    first = int(cdf.searchsorted(draws[0], side="right"))
-    centres[0] = X[first]
-    closest = _squared_distances(centres[:1], X, x_norms)
+    rows[0] = int(cdf.searchsorted(draws[0], side="right"))
+    closest = _squared_distances(X[rows[:1]], X, x_norms, cut)
     potential = closest @ weights
     for c in range(1, k):
         draws_c = draws[1 + (c - 1) * trials : 1 + c * trials] * potential
         candidates = np.searchsorted(np.cumsum(weights * closest), draws_c)
         np.clip(candidates, None, n - 1, out=candidates)
-        distances = _squared_distances(X[candidates], X, x_norms)
+        distances = _squared_distances(X[candidates], X, x_norms, cut)
         np.minimum(closest, distances, out=distances)
         potentials = distances @ weights.reshape(-1, 1)
         best = int(np.argmin(potentials))
         potential, closest = potentials[best], distances[best]
-        centres[c] = X[candidates[best]]
-    return centres
+        rows[c] = candidates[best]
+    return rows
+
+
+def plusplus_rows(X: np.ndarray, k: int, seed: int, run: int, cut: bool = False) -> np.ndarray:
+    """The rows of X that :class:`sklearn.cluster.KMeans` ``(k, random_state=seed)``
+    seeds its ``run``-th run with (k-means++, from 0; dense rows, unit weights).
+
+    Its runs draw one after another from one ``RandomState(seed)``, each
+    ``1 + (k - 1) * (2 + ln k)`` uniforms, so each run's seeding is known
+    without the runs before it, and the runs can be fitted side by side.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n, b)
+        The rows (n >= k), as given to scikit-learn (it centres them; so does this).
+    k : int
+        The number of clusters.
+    seed : int
+        scikit-learn's ``random_state``.
+    run : int
+        Which of the ``n_init`` runs.
+    cut : bool, default False
+        Cut each seeding step's distances over the cores (from :data:`CUT_ROWS` rows).
+
+    Returns
+    -------
+    ndarray of int64, shape (k,)
+        The rows, in the order chosen: ``KMeans(k, init=X[rows], n_init=1)`` then
+        fits as that run does.
+    """
+    X = np.array(X, dtype=float, order="C")
+    X -= X.mean(axis=0)
+    per_run = 1 + (k - 1) * _trials(k)
+    draws = _draws(seed, (run + 1) * per_run)[run * per_run :]
+    return _plusplus_rows(X, k, np.einsum("ij,ij->i", X, X), draws, cut)
 
 
 def _assign(X: np.ndarray, centres: np.ndarray) -> np.ndarray:
@@ -127,7 +196,7 @@ def _lloyd(X: np.ndarray, centres: np.ndarray, tol: float, max_iter: int):
     return labels, inertia, centres
 
 
-def _same_partition(a: np.ndarray, b: np.ndarray, k: int) -> bool:
+def same_partition(a: np.ndarray, b: np.ndarray, k: int) -> bool:
     """Whether each cluster of ``a`` lies within one of ``b`` (scikit-learn's test of
     one partition up to renaming)."""
     mapping = np.full(k, -1, dtype=np.int32)
@@ -205,7 +274,7 @@ class SmallKMeans:
             )
             labels, inertia, centres = _lloyd(X, start, tol, self.max_iter)
             if best is None or (
-                inertia < best[1] and not _same_partition(labels, best[0], self.n_clusters)
+                inertia < best[1] and not same_partition(labels, best[0], self.n_clusters)
             ):
                 best = (labels, inertia, centres)
         assert best is not None

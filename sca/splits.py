@@ -15,8 +15,7 @@ from functools import partial
 import numpy as np
 
 from .operators import threads
-from .operators.kernels import threadpools
-from .small_kmeans import SmallKMeans
+from .small_kmeans import SmallKMeans, plusplus_rows, same_partition
 
 #: A cut whose gap is below this fraction of the spread of x_t is not a cut.
 GAP_EPS = 1e-9
@@ -115,18 +114,42 @@ class KMeansSplit:
             best = min((m.fit(sample) for m in models), key=lambda m: m.inertia_)
             self.centres = best.cluster_centers_
             return best
-        from sklearn import config_context
         from sklearn.cluster import KMeans  # scikit-learn loads when a k-means split runs
 
-        models = [KMeans(self.k, n_init=fresh, random_state=self.seed)]
+        # Each fresh run seeded as scikit-learn's n_init runs would seed it, so the
+        # runs and the refinement of the previous centres are fitted side by side,
+        # one a core, each seeding where it is fitted; a lone fresh seeding is cut
+        # over the cores before the fits.
+        inits: list = list(range(fresh))
+        if fresh < threads.THREADS:
+            inits = [
+                sample[plusplus_rows(sample, self.k, self.seed, run, cut=True)] for run in inits
+            ]
         if self.centres is not None:
-            models.append(KMeans(self.k, init=self.centres, n_init=1, random_state=self.seed))
-        # A few thousand rows: threads cost more.  The rows are finite (the
-        # iteration's orthonormal blocks) and the parameters ours, so scikit-learn's
-        # per-call checks, a sizeable share of a step, are skipped.
-        with config_context(assume_finite=True, skip_parameter_validation=True):
-            with threadpools().limit(limits=1):
-                best = min((m.fit(sample) for m in models), key=lambda m: m.inertia_)
+            inits.append(self.centres)
+        models = [KMeans(self.k, n_init=1, random_state=self.seed) for _ in inits]
+        threads.parallel(
+            [
+                partial(
+                    _fit,
+                    models[t :: threads.THREADS],
+                    inits[t :: threads.THREADS],
+                    self.seed,
+                    sample,
+                )
+                for t in range(threads.THREADS)
+            ]
+        )
+        # scikit-learn's choice among its runs: a later one only if better and not
+        # the same partition; then the refinement only if better still
+        best = models[0]
+        for model in models[1:fresh]:
+            if model.inertia_ < best.inertia_ and not same_partition(
+                model.labels_, best.labels_, self.k
+            ):
+                best = model
+        if self.centres is not None and models[-1].inertia_ < best.inertia_:
+            best = models[-1]
         self.centres = best.cluster_centers_
         return best
 
@@ -144,6 +167,23 @@ class KMeansSplit:
         if np.count_nonzero(np.bincount(labels, minlength=self.k)) < self.k:
             return None
         return canonical(labels)
+
+
+def _fit(models: list, inits: list, seed: int, sample: np.ndarray) -> None:
+    """Fit the k-means ``models`` on ``sample``, one after another, each from its
+    init (centres, or the scikit-learn run whose k-means++ seeding it takes), on
+    one BLAS and one OpenMP thread: the other cores fit the others meanwhile."""
+    from sklearn import config_context  # loaded with the models it fits
+
+    # A few thousand rows, finite (the iteration's orthonormal blocks), our
+    # parameters: scikit-learn's per-call checks, a sizeable share of a fit, are
+    # skipped; the context is the calling thread's, as is OpenMP's limit.
+    with config_context(assume_finite=True, skip_parameter_validation=True):
+        with threads.single_threaded():
+            for model, init in zip(models, inits):
+                if isinstance(init, int):
+                    init = sample[plusplus_rows(sample, model.n_clusters, seed, init)]
+                model.set_params(init=init).fit(sample)
 
 
 def _predict(model, Y: np.ndarray, lo: int, hi: int, out: np.ndarray) -> None:

@@ -36,6 +36,14 @@ DENSE_GRAM_MAX_WORK = 1 << 36
 LANCZOS_TOL = 1e-6
 #: ... and a null draw's edge more roughly, still well inside the floor's margin.
 FEW_TOL = 1e-5
+#: Columns a block of the Krylov space where G is applied through its factor, each
+#: block a pass over H (cheaper a column the wider it is, up to the kernels' width):
+#: for P's largest eigenvalues, a cluster of as many as there are clusters ...
+APPLIED_BLOCK = 12
+#: ... and one for a null draw's edge, where only the largest is resolved: one
+#: vector's Krylov space reaches an extreme eigenvalue in the fewest products,
+#: each a pass over the packed codes.
+APPLIED_FEW_BLOCK = 1
 
 
 class GramSpectrum(Eigenvalues):
@@ -182,7 +190,8 @@ class GramSpectrum(Eigenvalues):
         formed: block Lanczos (:mod:`sca.operators.lanczos`) keeps K-vectors, not
         n-vectors, applies G to a block of them per pass over H, and continues
         the same Krylov space when k̂ grows."""
-        return self._lanczos_of(self.gram_product).eigenvalues(
+        block = APPLIED_FEW_BLOCK if few else APPLIED_BLOCK
+        return self._lanczos_of(self.gram_product, block).eigenvalues(
             k_hat, FEW_TOL if few else LANCZOS_TOL, floor
         )
 
@@ -210,7 +219,7 @@ class GramSpectrum(Eigenvalues):
         K = self.n_clusters
         if self.gram_cheap or K >= self.n - 1 or int(k_hat) >= K - 1:
             return super().eigenvalue_bounds(k_hat)
-        lanczos = self._lanczos_of(self.gram_product)
+        lanczos = self._lanczos_of(self.gram_product, APPLIED_FEW_BLOCK)
         theta, residual = lanczos.ritz_pairs(int(k_hat), FEW_TOL, resolved=2)
         upper = theta + residual
         upper[2:] = upper[min(1, upper.size - 1)]
@@ -243,11 +252,13 @@ class GramSpectrum(Eigenvalues):
         """
         return BLOCK
 
-    def _lanczos_of(self, apply) -> BlockLanczos:
-        """The Krylov space of G under ``apply``, made on first use and kept."""
+    def _lanczos_of(self, apply, block: int | None = None) -> BlockLanczos:
+        """The Krylov space of G under ``apply``, made on first use (blocks of
+        ``block`` columns, at most :attr:`krylov_block`) and kept."""
         if self._lanczos is None:
             rng = np.random.default_rng(0x5CA)
-            start = rng.standard_normal((self.n_clusters, self.krylov_block))
+            width = self.krylov_block if block is None else min(block, self.krylov_block)
+            start = rng.standard_normal((self.n_clusters, width))
             start[:, 0] = self.factor_transpose(np.ones(self.n))  # the Perron vector's image
             self._lanczos = BlockLanczos(apply, self.n_clusters, start)
         return self._lanczos

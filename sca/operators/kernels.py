@@ -304,6 +304,14 @@ def _weights(weights, m: int) -> np.ndarray:
     return np.ones(m) if weights is None else np.ascontiguousarray(weights, dtype=np.float64)
 
 
+def _even_width(s: int, width: int) -> int:
+    """Columns a pass for ``s`` columns in as few passes of at most ``width`` as
+    will do, each as wide as the others (no last pass of a few columns, which
+    costs a read of every code for little)."""
+    passes = -(-s // max(width, 1))
+    return max(1, -(-s // max(passes, 1)))
+
+
 def scatter_wide(
     rows: np.ndarray, binoff: np.ndarray, X: np.ndarray, width: int, weights=None
 ) -> np.ndarray:
@@ -317,6 +325,7 @@ def scatter_wide(
     w, spans, bins = _weights(weights, m), threads.spans(m), int(binoff[-1])
     out = np.empty((bins, s))
     loop = _loops().scatter_block
+    width = _even_width(s, width)
     for c in range(0, s, width):
         tables = [np.zeros((bins, min(width, s - c))) for _ in spans]
         threads.parallel(
@@ -340,6 +349,7 @@ def gather_wide(
     w, spans = _weights(weights, m), threads.spans(m)
     out = np.empty((m, s))
     loop = _loops().gather_block
+    width = _even_width(s, width)
     for c in range(0, s, width):
         part = np.ascontiguousarray(table[:, c : c + width])
         threads.parallel([partial(loop, rows, binoff, part, c, w, lo, hi, out) for lo, hi in spans])

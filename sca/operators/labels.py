@@ -60,6 +60,10 @@ NARROW_MAX_N = 1 << 19
 GRAM_COUNTS_MAX_K = 8192
 #: ... while the counts of all pairs of groups take no more than this.
 GRAM_COUNTS_BYTES = 512 << 20
+#: A block's product reads the labels once for each this many of its columns (at
+#: most; the passes even): a wider pass reads the codes fewer times, until a run's
+#: share of the table (its labels times the columns) leaves the core's cache.
+PASS_COLUMNS = 40
 #: From this many columns a product passes over the labels once for all of them ...
 BLOCK_MIN_COLUMNS = 8
 #: ... unless the packed codes read fewer than 1 / BLOCK_MAX_READS as many entries a row.
@@ -252,13 +256,15 @@ class LabelOperator(FactorOperator):
 
     def _scatter(self, X, weights=None):
         """``H^T W X`` (W the diagonal of ``weights``) of a block, in passes over the labels."""
-        out = kernels.scatter_wide(self._rows, self.groups, X.reshape(self.n, -1), BLOCK, weights)
+        out = kernels.scatter_wide(
+            self._rows, self.groups, X.reshape(self.n, -1), PASS_COLUMNS, weights
+        )
         return out.reshape((self.n_clusters,) + X.shape[1:])
 
     def _gather(self, Z, weights=None):
         """``W H Z`` of a block, in passes over the labels."""
         K = self.n_clusters
-        out = kernels.gather_wide(self._rows, self.groups, Z.reshape(K, -1), BLOCK, weights)
+        out = kernels.gather_wide(self._rows, self.groups, Z.reshape(K, -1), PASS_COLUMNS, weights)
         return out.reshape((self.n,) + Z.shape[1:])
 
     # A block's products weigh each row by D inside their passes over the labels,

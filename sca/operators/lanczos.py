@@ -4,10 +4,11 @@ Sec. 3 computes only the k̂ largest eigenvalues of P when all of them cost
 too much, and the ``"noise"`` rule of :mod:`sca.spectral` grows k̂ until the
 spectrum reaches the floor.  For label runs of many labels G is too large to
 form (K = r k), but a product with it is one pass over the labels, and one
-pass serves a block of columns nearly as cheaply as one column
+pass serves a block of columns for a fraction of a pass each
 (:func:`sca.operators.kernels.scatter_wide`).  So the eigenvalues come from a
 block Krylov space ``span{V, G V, G^2 V, ...}`` rather than from ARPACK's
-one vector per pass:
+one vector per pass (where one extreme eigenvalue is all that is resolved,
+a block of one column, which reaches it in the fewest passes):
 
 * the basis is kept and fully reorthogonalised (block classical Gram-Schmidt,
   twice), so the Rayleigh quotient ``T = V^T G V`` is exact and each Ritz

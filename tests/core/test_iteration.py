@@ -160,6 +160,27 @@ def test_orthonormalisation_keeps_the_span_in_place():
             assert not full or np.allclose(basis.mean(axis=0), 0.0, atol=1e-12)
 
 
+def test_one_pass_of_cholesky_qr_only_where_it_leaves_a_basis(monkeypatch):
+    """One pass of Cholesky QR where the block is well conditioned (its Gram
+    matrix then computed once), two where one would leave the columns further
+    than ORTHONORMAL_TOL from orthonormal: the result is a basis either way."""
+    import sca.operators.threads
+    from sca.iteration import ORTHONORMAL_TOL, _orthonormal
+
+    calls = []
+    gram = sca.operators.threads.gram
+    monkeypatch.setattr(sca.operators.threads, "gram", lambda Y: calls.append(1) or gram(Y))
+    rng = np.random.default_rng(5)
+    U, _ = np.linalg.qr(rng.standard_normal((3000, 8)))
+    V, _ = np.linalg.qr(rng.standard_normal((8, 8)))
+    for spread, passes in ((10.0, 1), (1e6, 2)):  # the columns' condition number
+        calls.clear()
+        Y = U @ np.diag(np.logspace(0, -np.log10(spread), 8)) @ V
+        _orthonormal(Y)
+        assert len(calls) == passes
+        assert np.max(np.abs(Y.T @ Y - np.eye(8))) <= ORTHONORMAL_TOL
+
+
 def test_kmeans_split_predicts_each_cores_rows(monkeypatch):
     """The k-means split assigns every row to the fitted model's nearest centre,
     each core predicting its own rows: scikit-learn's predict of all the rows."""

@@ -135,11 +135,24 @@ def test_packed_loops_four_groups_a_pass_match_numpy(monkeypatch, groups):
     assert np.allclose(sca.operators.kernels.mat(packed, binoff, table), gathers, rtol=1e-12)
 
 
+def test_block_passes_are_even_and_at_most_the_width():
+    """``s`` columns go in the fewest passes of at most ``width`` columns, each as
+    wide as the others, the last no narrower than the rest need it to be."""
+    even = sca.operators.kernels._even_width
+    for s in range(1, 300):
+        for width in (1, 16, 40):
+            step = even(s, width)
+            passes = -(-s // step)
+            assert step <= width and passes == -(-s // width)
+            assert s - (passes - 1) * step >= step - passes + 1
+
+
 def test_block_products_weigh_rows_inside_their_passes(monkeypatch):
-    """A block of columns passes over the labels once for every BLOCK columns,
-    reading X's columns in place and writing each pass's columns into one
-    result, with D applied inside the passes: ``(D S D) X``, ``(DH)^T X`` and
-    ``(DH) Z`` are the sparse H's, for blocks of one pass, several and a part."""
+    """A block of columns passes over the labels once for every PASS_COLUMNS columns
+    or fewer (the passes even), reading X's columns in place and writing each
+    pass's columns into one result, with D applied inside the passes: ``(D S D)
+    X``, ``(DH)^T X`` and ``(DH) Z`` are the sparse H's, for blocks of one pass
+    and of several."""
     monkeypatch.setattr(sca.operators.threads, "THREADS", 2)
     monkeypatch.setattr(sca.operators.threads, "MIN_ROWS_PER_THREAD", 1)
     monkeypatch.setattr(sca.operators.kernels, "COMPILED_MIN_ROWS", 100)
@@ -154,7 +167,7 @@ def test_block_products_weigh_rows_inside_their_passes(monkeypatch):
             sca.FactoredOperator(H, groups=groups).scaled(d),
         ),
     ):
-        for columns in (8, 16, 37):
+        for columns in (8, 16, 37, 83):
             X, Z = rng.standard_normal((500, columns)), rng.standard_normal((180, columns))
             assert L._by_block(X) and L._by_block(Z)
             assert np.allclose(L.matmat(X), F.matmat(X), rtol=1e-12)

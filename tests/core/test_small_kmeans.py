@@ -68,3 +68,35 @@ def test_the_iteration_splits_as_with_scikit_learn(baseball, monkeypatch):
     small = runs()
     monkeypatch.setattr(SmallKMeans, "ROWS", 0)
     assert runs() == small
+
+
+@pytest.mark.parametrize("seed", [0, 7, 31])
+def test_each_runs_seeding_is_scikit_learns(seed, monkeypatch):
+    """A run fitted from :func:`plusplus_rows` is that run of scikit-learn's: of
+    ``n_init`` runs so fitted, scikit-learn's choice is its fit's, whether the
+    seeding's distances are cut over the cores or not."""
+    import sca.operators.threads
+    import sca.small_kmeans
+    from sca.small_kmeans import plusplus_rows, same_partition
+
+    monkeypatch.setattr(sca.operators.threads, "THREADS", 2)
+    monkeypatch.setattr(sca.small_kmeans, "CUT_ROWS", 10)
+    rng = np.random.default_rng(seed)
+    k, n_init = 12, 4
+    X = np.linalg.qr(rng.normal(size=(k, 5))[rng.integers(0, k, 700)] + rng.normal(size=(700, 5)))[
+        0
+    ]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        theirs = KMeans(k, n_init=n_init, random_state=seed).fit(X)
+        runs = []
+        for run in range(n_init):
+            rows = plusplus_rows(X, k, seed, run)
+            assert np.array_equal(rows, plusplus_rows(X, k, seed, run, cut=True))
+            runs.append(KMeans(k, init=X[rows], n_init=1, random_state=seed).fit(X))
+    best = runs[0]
+    for model in runs[1:]:
+        if model.inertia_ < best.inertia_ and not same_partition(model.labels_, best.labels_, k):
+            best = model
+    assert np.array_equal(best.labels_, theirs.labels_)
+    assert np.allclose(best.cluster_centers_, theirs.cluster_centers_, rtol=0, atol=1e-12)
