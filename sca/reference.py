@@ -59,8 +59,7 @@ from .pool import spread
 #: Reference data sets run through the ensemble.
 DRAWS = 4
 #: Reference data sets at most: more than :data:`DRAWS` run only when those leave
-#: an eigenvalue that decides ``k_signal`` within the margin's standard error
-#: (:func:`in_doubt`).
+#: λ2 within the margin's standard error (:func:`in_doubt`).
 MAX_DRAWS = 8
 #: Reference data sets run first; the others only when these leave k in doubt
 #: (:func:`settled`).
@@ -156,9 +155,9 @@ def reference_spectra(
     runs one after the other, its balancing and eigenvalues, on one worker.
     Given the data's eigenvalues, the first :data:`FIRST_DRAWS` references run
     alone, and the others only when those leave k in doubt (:func:`settled`);
-    when all :data:`DRAWS` leave ``k_signal`` within the margin's own
-    standard error (:func:`in_doubt`), more are drawn, :data:`MAX_DRAWS` in
-    all, and k is read against all of them.
+    when all :data:`DRAWS` leave λ2 within the margin's own standard error
+    (:func:`in_doubt`), more are drawn, :data:`MAX_DRAWS` in all, and k is
+    read against all of them.
 
     Parameters
     ----------
@@ -246,24 +245,18 @@ def _log_scale(eigenvalues, references):
     return data, refs, mean, sd
 
 
-def _signal_count(data, threshold) -> int:
-    """Eigenvalues above their thresholds counted from λ2 until the first that is
-    not, λ1 included: ``k_signal``."""
-    below = np.flatnonzero(data[1:] <= threshold[1:])
-    return 1 + (int(below[0]) if below.size else data.size - 1)
-
-
 def in_doubt(eigenvalues, references) -> bool:
-    """Whether ``k_signal`` rests on an eigenvalue too near its threshold for these
-    references to tell: more references are then worth drawing.
+    """Whether λ2 lies too near its threshold for these references to tell whether
+    P has any eigenvalue above them: more references are then worth drawing.
 
     The threshold ``mean + MARGIN_Z sd`` is itself estimated from B
     references; with Gaussian log-eigenvalues its standard error is about
     ``sd sqrt(1/B + MARGIN_Z^2 / (2 (B - 1)))`` (the mean's and the standard
-    deviation's).  ``k_signal`` is in doubt when one of the eigenvalues that
-    decide it, λ2 ... λ_(k_signal + 1), lies within that distance of its
-    threshold: a few references can spread wider or narrower than many by
-    chance (with four, the standard deviation's own error is about 40 %).
+    deviation's).  Structure or none is in doubt when λ2 lies within that
+    distance of its threshold: a few references can spread wider or
+    narrower than many by chance (with four, the standard deviation's own
+    error is about 40 %).  Once λ2 stands clear, k is the cut where the
+    spectrum drops most, which more references hardly move.
 
     Parameters
     ----------
@@ -277,12 +270,11 @@ def in_doubt(eigenvalues, references) -> bool:
     bool
     """
     data, refs, mean, sd = _log_scale(eigenvalues, references)
+    if data.size < 2:
+        return False
     draws = refs.shape[0]
-    error = sd * np.sqrt(1 / draws + MARGIN_Z**2 / (2 * (draws - 1)))
-    threshold = mean + MARGIN_Z * sd
-    k_signal = _signal_count(data, threshold)
-    deciding = slice(1, min(k_signal + 1, data.size))
-    return bool(np.any(np.abs(data[deciding] - threshold[deciding]) < error[deciding]))
+    error = sd[1] * np.sqrt(1 / draws + MARGIN_Z**2 / (2 * (draws - 1)))
+    return bool(abs(data[1] - (mean[1] + MARGIN_Z * sd[1])) < error)
 
 
 def reference_k(eigenvalues, references) -> ReferenceChoice:
@@ -302,7 +294,8 @@ def reference_k(eigenvalues, references) -> ReferenceChoice:
     data, refs, mean, sd = _log_scale(eigenvalues, references)
     count = data.size
     threshold = mean + MARGIN_Z * sd
-    k_signal = _signal_count(data, threshold)
+    below = np.flatnonzero(data[1:] <= threshold[1:])
+    k_signal = 1 + (int(below[0]) if below.size else count - 1)
     floor = float(np.exp(threshold[1])) if count > 1 else 1.0
     floors = tuple(float(f) for f in np.exp(threshold[1:]))
     excess = data - mean

@@ -116,9 +116,9 @@ def matmul(A: np.ndarray, B: np.ndarray, out: np.ndarray | None = None) -> np.nd
     blocks, so that where BLAS sums each entry the same way for any number of
     rows (OpenBLAS's Haswell kernels do) the result is the whole product's
     bit for bit; elsewhere (OpenBLAS's small-matrix kernels for AVX-512, and
-    float32 products) a share may round otherwise in the last bits.
-    Where BLAS is not held, or for a small product, ``A @ B`` as it stands.  Written into
-    ``out`` (of the product's shape, not overlapping A or B) when given."""
+    float32 products) a share may round otherwise in the last bits.  Where
+    BLAS is not held, or for a small product, ``A @ B`` as it stands.  Written
+    into ``out`` (of the product's shape, not overlapping A or B) when given."""
     m, n = A.shape[0], B.shape[1] if B.ndim == 2 else 1
     if B.ndim != 2 or not _split(m * n * A.shape[1]):
         return A @ B if out is None else np.matmul(A, B, out=out)

@@ -176,7 +176,7 @@ def _at_margin(references, z):
     return values
 
 
-def test_k_signal_is_in_doubt_only_near_the_margin():
+def test_structure_is_in_doubt_only_with_lambda2_near_the_margin():
     rng = np.random.default_rng(0)
     many = np.sort(rng.uniform(0.05, 0.9, (MAX_DRAWS, 12)), axis=1)[:, ::-1]
     many[:, 0] = 1.0
@@ -185,6 +185,10 @@ def test_k_signal_is_in_doubt_only_near_the_margin():
     assert in_doubt(_at_margin(references, MARGIN_Z - 0.1), references)
     assert not in_doubt(_at_margin(references, MARGIN_Z + 3), references)
     assert not in_doubt(_at_margin(references, 0.0), references)
+    # λ2 clear of the margin, λ3 on it: the cut is read from the drops, not in doubt
+    clear = _at_margin(references, MARGIN_Z + 3)
+    clear[2] = _at_margin(references[:, [0, 2]], MARGIN_Z)[1]
+    assert not in_doubt(clear, references)
     # the more references, the better the margin is known: the band narrows
     assert in_doubt(_at_margin(many[:2], MARGIN_Z + 0.8), many[:2])
     assert not in_doubt(_at_margin(many, MARGIN_Z + 0.8), many)
