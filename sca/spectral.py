@@ -11,11 +11,12 @@ Three rules for k from the eigenvalues ``1 = λ1 >= λ2 >= ... >= λ_k̂``:
     (20, 40, 80, ..., each doubling after a look two eigenvalues further, or
     straight to the count a kept Krylov space already shows above the floor)
     until an eigenvalue falls below the floor (first against bounds of the
-    floor, where the null's spectrum is dear: :mod:`sca.null`), up to ``max_k_hat`` and the
-    budget of :mod:`sca.components`, whose components' eigenvalues 1 are
-    counted rather than computed.  Where the eigenvalues above the floor leave the cut in
-    doubt -- a much larger gap inside them (a coarser level of structure,
-    such as species split further by k-means runs at a higher k), or the
+    floor, where the null's spectrum is dear: :mod:`sca.null`), up to
+    ``max_k_hat`` and the budget of :mod:`sca.components`, whose components'
+    eigenvalues 1 are counted rather than computed.  Where the eigenvalues
+    above the floor leave the cut in doubt -- a much larger gap inside them
+    (a coarser level of structure, such as species split further by k-means
+    runs at a higher k), or the
     first eigenvalue below the floor nearer the last above it than the bulk
     -- those k are ``candidates`` as well, and the iteration stage keeps the
     candidate whose clustering is most uncoupled against chance

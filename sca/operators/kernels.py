@@ -301,6 +301,7 @@ def mat_wide(rows: np.ndarray, binoff: np.ndarray, table: np.ndarray) -> np.ndar
 
 
 def _weights(weights, m: int) -> np.ndarray:
+    """Each of the m rows' weight as the compiled loops read it (ones for None)."""
     return np.ones(m) if weights is None else np.ascontiguousarray(weights, dtype=np.float64)
 
 
