@@ -78,7 +78,7 @@ def one_blas_thread(stage):
         global _held
         if THREADS == 1 or not getattr(P, "threaded_kernels", False):
             return stage(P, *args, **kwargs)
-        with threadpools().limit(limits=1, user_api="blas"):
+        with _blas_on_one_thread():
             with _held_lock:
                 _held += 1
             try:
@@ -170,9 +170,35 @@ def times_triangular(Y: np.ndarray, M: np.ndarray) -> None:
     parallel([functools.partial(share, lo, hi) for lo, hi in zip(edges[:-1], edges[1:])])
 
 
-_single_lock = threading.Lock()
-_single_users = 0
-_single_blas = None
+_blas_lock = threading.Lock()
+_blas_holders = 0
+_blas_limit = None
+
+
+@contextlib.contextmanager
+def _blas_on_one_thread():
+    """Hold BLAS to one thread for the block.
+
+    BLAS's limit is the process's, not the thread's, and blocks of
+    :func:`one_blas_thread` and :func:`single_threaded` run at the same time
+    on several threads (the service's jobs, pool threads): a block restoring
+    what it found on entry would hand BLAS its threads back while another
+    block still runs, or leave it on one thread for good.  So the first block
+    to enter sets the limit and the last to leave restores it.
+    """
+    global _blas_holders, _blas_limit
+    with _blas_lock:
+        if _blas_holders == 0:
+            _blas_limit = threadpools().select(user_api="blas").limit(limits=1)
+        _blas_holders += 1
+    try:
+        yield
+    finally:
+        with _blas_lock:
+            _blas_holders -= 1
+            if _blas_holders == 0:
+                _blas_limit.restore_original_limits()
+                _blas_limit = None
 
 
 @contextlib.contextmanager
@@ -182,26 +208,11 @@ def single_threaded():
     For work that is itself spread over the cores one task per core (the
     ensemble's runs, the worker's per-run tasks), where BLAS's and OpenMP's own
     threads would only contend with the other tasks for the same cores.
-    OpenMP's limit belongs to the calling thread, so each block sets its own.
-    BLAS's is the process's: the first block to enter sets it and the last to
-    leave restores it, so that blocks running at the same time (pool threads,
-    the service's request threads) never restore it under one another.
+    OpenMP's limit belongs to the calling thread, so each block sets its own;
+    BLAS's is held as :func:`_blas_on_one_thread` holds it.
     """
-    global _single_users, _single_blas
-    controller = threadpools()
-    with _single_lock:
-        if _single_users == 0:
-            _single_blas = controller.select(user_api="blas").limit(limits=1)
-        _single_users += 1
-    try:
-        with controller.select(user_api="openmp").limit(limits=1):
-            yield
-    finally:
-        with _single_lock:
-            _single_users -= 1
-            if _single_users == 0:
-                _single_blas.restore_original_limits()
-                _single_blas = None
+    with _blas_on_one_thread(), threadpools().select(user_api="openmp").limit(limits=1):
+        yield
 
 
 def spans(m: int) -> list[tuple[int, int]]:

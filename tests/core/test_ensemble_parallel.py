@@ -5,6 +5,7 @@ large data."""
 import multiprocessing
 import os
 import threading
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -15,7 +16,7 @@ import sca
 import sca.ensemble
 import sca.ensemble_spec
 import sca.pool
-from sca.operators.threads import single_threaded, threadpools
+from sca.operators.threads import one_blas_thread, single_threaded, threadpools
 
 SPEC = [{"algorithm": "kmeans", "k": [2, 3, 4], "runs": 3}, {"algorithm": "nmf", "k": 2, "runs": 2}]
 
@@ -176,6 +177,34 @@ def test_single_threaded_restores_blas_only_when_the_last_block_leaves():
     release.set()
     thread.join()
     assert _threads("blas") == before_blas
+
+
+def test_a_stage_on_one_blas_thread_leaving_never_frees_blas_under_another_block(monkeypatch):
+    """A stage held to one BLAS thread on another thread (a job of the
+    service's) that leaves while this block runs does not hand BLAS its
+    threads back under it, in either order of entry."""
+    monkeypatch.setattr(sca.operators.threads, "THREADS", 2)
+    before = _threads("blas")
+    for stage_first in (True, False):
+        entered, release = threading.Event(), threading.Event()
+
+        @one_blas_thread
+        def stage(P):
+            entered.set()
+            release.wait(10)
+
+        thread = threading.Thread(target=stage, args=(SimpleNamespace(threaded_kernels=True),))
+        if stage_first:
+            thread.start()
+            entered.wait(10)
+        with single_threaded():
+            if not stage_first:
+                thread.start()
+                entered.wait(10)
+            release.set()
+            thread.join()
+            assert _threads("blas") == {1}
+        assert _threads("blas") == before
 
 
 def test_large_data_fits_kmeans_centres_on_a_sample(monkeypatch):
