@@ -65,7 +65,7 @@ from .operators import ConsensusOperator
 from .operators.threads import one_blas_thread, single_threaded
 from .options import OPTIONS, RULES, validate  # noqa: F401 - RULES re-exported
 from .perron import k_candidates, largest_gap_k, perron_cluster
-from .reference import reference_k
+from .reference import GapStatistic, reference_k
 
 DEFAULT_RULE = OPTIONS["rule"].default
 #: Below this n a null draw is too coarse (at n = 3 every rearrangement of S is the same
@@ -170,6 +170,7 @@ def spectrum(
     max_k_hat: int = MAX_K_HAT,
     reference: np.ndarray | None = None,
     known: dict | None = None,
+    gap_statistic: GapStatistic | None = None,
 ) -> SpectrumResult:
     """Eigenvalues of P and the number of clusters.
 
@@ -200,6 +201,10 @@ def spectrum(
     known : dict, optional
         With ``reference``: :func:`eigenvalues_for_reference` of P already
         computed, by their count (for the references' early stop).
+    gap_statistic : GapStatistic, optional
+        With ``reference``: the gap statistic of the ensemble's runs against
+        the references' (:meth:`sca.reference.References.gap`), for the
+        few-rows cases (:func:`sca.reference.reference_k`).
 
     Returns
     -------
@@ -227,7 +232,7 @@ def spectrum(
     fixed = check_spectrum_options(n, k, k_hat, min_k, max_k, rule)
     if rule == "noise" and reference is not None:
         return _against_reference(
-            P, np.asarray(reference, dtype=float), k, fixed, min_k, max_k, known
+            P, np.asarray(reference, dtype=float), k, fixed, min_k, max_k, known, gap_statistic
         )
     notes = []
     null = None
@@ -315,13 +320,16 @@ def eigenvalues_for_reference(P: ConsensusOperator, count: int) -> np.ndarray:
     return values[: max(2, min(values.size, count, int(np.sum(values > ZERO)) + 1))]
 
 
-def _against_reference(P, reference, k, k_hat, min_k, max_k, known=None) -> SpectrumResult:
+def _against_reference(
+    P, reference, k, k_hat, min_k, max_k, known=None, gap=None
+) -> SpectrumResult:
     """The ``"noise"`` rule with reference data as the null (:mod:`sca.reference`);
-    ``known`` maps a count to :func:`eigenvalues_for_reference` already computed."""
+    ``known`` maps a count to :func:`eigenvalues_for_reference` already computed,
+    ``gap`` is the runs' gap statistic."""
     count = max(reference.shape[1], k_hat or 0, (k or 0) + 1)
     known = {} if known is None else known
     values = known[count] if count in known else eigenvalues_for_reference(P, count)
-    choice = reference_k(values, reference)
+    choice = reference_k(values, reference, gap)
     notes = list(choice.notes)
     if k is None:
         k = int(np.clip(choice.k, min_k or 1, max_k or P.n))

@@ -52,7 +52,7 @@ def main() -> None:
     parser.add_argument("--max-reference-n", type=int, default=sca.reference.MAX_REFERENCE_N)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
-    sca.reference.MAX_REFERENCE_N = args.max_reference_n
+    sca.reference.draws.MAX_REFERENCE_N = args.max_reference_n  # where reference_spectra reads it
     warnings.simplefilter("ignore")
     for name, X, truth, k in cases(args.seed):
         wall, cpu = time.perf_counter(), cpu_seconds()

@@ -24,7 +24,7 @@ from ..inputs import (
     membership_operator,
     snn_operator,
 )
-from ..reference import reference_applies, reference_spectra
+from ..reference import References, reference_applies, reference_spectra
 from ..spectral import MIN_NULL_N
 from .results import timed
 
@@ -118,9 +118,10 @@ def build_operator(
 
 def null_reference(
     source: dict | None, options: dict, n: int, scaled, eigenvalues=None
-) -> np.ndarray | None:
-    """Eigenvalues of reference data without clusters run through raw data's
-    ensemble (:func:`sca.reference.reference_spectra`), the null of the
+) -> References | None:
+    """Reference data without clusters run through raw data's ensemble
+    (:func:`sca.reference.reference_spectra`: their eigenvalues and runs'
+    dispersions), the null of the
     ``"noise"`` rule on raw data; None where that null does not apply (another
     rule, k given, the SNN, NMF, fewer than ``MIN_NULL_N`` rows) and the
     spectral stage falls back on its own rules (:mod:`sca.spectral`).

@@ -33,6 +33,7 @@ service's job page); an option of a stage is its :mod:`sca.options` entry
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
@@ -103,10 +104,13 @@ def _spectral(artifacts: Mapping, options: dict) -> dict:
             known[count] = eigenvalues_for_reference(P, count)
         return known[count]
 
-    reference = null_reference(
-        artifacts["source"], options, P.n, lambda: artifacts["scaled"], eigenvalues
-    )
-    found = spectrum(P, reference=reference, known=known, **options)
+    scaled = functools.cache(lambda: artifacts["scaled"])  # read once, where the null applies
+    reference = null_reference(artifacts["source"], options, P.n, scaled, eigenvalues)
+    if reference is None:
+        found = spectrum(P, known=known, **options)
+    else:
+        gap = reference.gap(P.unscaled(), scaled(), artifacts["source"]["ensemble"])
+        found = spectrum(P, reference=reference.spectra, known=known, gap_statistic=gap, **options)
     return {"spectrum": spectrum_dict(found), "found": found}
 
 

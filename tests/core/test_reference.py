@@ -156,10 +156,10 @@ def test_references_stop_early_only_when_k_is_settled(groups, early):
     )
     ensemble = sca.ensemble_spec.default_ensemble(X.shape[0])
     P = sca.balance(sca.membership_operator(sca.ensemble_labels(X, ensemble))).P
-    every = reference_spectra(X, ensemble, seed=2)
+    every = reference_spectra(X, ensemble, seed=2).spectra
     spectra = reference_spectra(
         X, ensemble, seed=2, eigenvalues=lambda count: P.eigenvalues(count, few=True)
-    )
+    ).spectra
     assert spectra.shape[0] == (FIRST_DRAWS if early else DRAWS)
     # the first references are the first of all of them, and give the same k
     np.testing.assert_array_equal(spectra, every[: spectra.shape[0]])
@@ -197,12 +197,14 @@ def test_structure_is_in_doubt_only_with_lambda2_near_the_margin():
 def test_references_are_drawn_again_when_the_first_leave_k_in_doubt():
     X = NO_STRUCTURE["Gaussian 10-D"](np.random.default_rng(4))
     ensemble = sca.ensemble_spec.default_ensemble(X.shape[0])
-    first = reference_spectra(X, ensemble, seed=1)
+    first = reference_spectra(X, ensemble, seed=1).spectra
     doubtful = _at_margin(first, MARGIN_Z)
-    spectra = reference_spectra(X, ensemble, seed=1, eigenvalues=lambda count: doubtful[:count])
+    spectra = reference_spectra(
+        X, ensemble, seed=1, eigenvalues=lambda count: doubtful[:count]
+    ).spectra
     assert spectra.shape[0] == MAX_DRAWS
     np.testing.assert_array_equal(spectra[:DRAWS], first)  # the first as when alone
     assert not np.array_equal(spectra[DRAWS:], first)
     clear = _at_margin(first, 0.0)
     spectra = reference_spectra(X, ensemble, seed=1, eigenvalues=lambda count: clear[:count])
-    np.testing.assert_array_equal(spectra, first)
+    np.testing.assert_array_equal(spectra.spectra, first)

@@ -1,0 +1,75 @@
+"""The gap statistic of the ensemble's own k-means runs (sca.reference.gap), and
+what it changes of raw data's k: few rows in well separated groups are
+counted, corners of uniform data are not."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from sklearn.datasets import make_blobs
+
+import sca
+from sca.reference import MIN_EFFECT, GapStatistic, gap_choice, level_dispersions, levels_of
+
+
+def _within(X, labels):
+    return sum(((X[labels == c] - X[labels == c].mean(axis=0)) ** 2).sum() for c in set(labels))
+
+
+def test_level_dispersions_are_each_levels_best_run_per_row():
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((90, 3))
+    levels = [2, 2, 3, 3, 3, 5]
+    runs = np.column_stack([rng.integers(0, k, X.shape[0]) for k in levels])
+    runs[:, 1] = (X[:, 0] > 0).astype(int)  # a better run at k = 2
+    got = level_dispersions(sca.membership_operator(runs), X, levels)
+    np.testing.assert_array_equal(levels_of(levels), [1, 2, 3, 5])
+    within = [_within(X, runs[:, j]) for j in range(len(levels))]
+    expected = np.log([_within(X, np.zeros(90, int)), min(within[:2]), min(within[2:5]), within[5]])
+    np.testing.assert_allclose(got, expected - np.log(X.shape[0]), rtol=1e-12)
+
+
+def test_the_gap_statistic_takes_the_first_k_its_successor_does_not_beat():
+    references = np.array([[0.0, -0.5, -0.8, -1.0], [0.1, -0.4, -0.7, -1.1]])
+    mean = references.mean(axis=0)
+    # gap 0, 0.5, 1.5, 1.52: at k = 3 the next level's gain is within its s (0.061)
+    gap = GapStatistic.of([1, 2, 3, 4], mean - [0.0, 0.5, 1.5, 1.52], references)
+    assert gap.k == 3 and gap.effect == pytest.approx(1.5)
+    flat = GapStatistic.of([1, 2, 3, 4], mean, references)
+    assert flat.k == 1 and flat.effect == 0.0
+
+
+def test_the_gap_statistic_replaces_the_spectrum_only_when_both_see_the_groups():
+    gap = GapStatistic(4, 2 * MIN_EFFECT, (1, 2, 3, 4, 5), (0.0, 0.1, 0.2, 1.4, 1.3))
+    above = np.array([0.0, 0.1, 0.2, 0.05, -0.3, -0.5])  # λ2 ... λ4 above the references
+    assert gap_choice(gap, 1, above) == 4
+    assert gap_choice(gap, 4, above) is None  # they agree
+    below = above.copy()
+    below[2] = -0.01  # λ3 below the references' mean: the spectrum sees no 4 groups
+    assert gap_choice(gap, 1, below) is None
+    weak = GapStatistic(4, 0.9 * MIN_EFFECT, gap.levels, gap.gap)  # corners, not groups
+    assert gap_choice(weak, 1, above) is None
+    assert gap_choice(None, 1, above) is None
+
+
+@pytest.mark.parametrize(("k", "size"), [(4, 15), (5, 20)])
+def test_few_rows_in_separated_groups_are_counted(k, size):
+    centres = np.array([[0, 0], [14, 0], [0, 14], [14, 14], [7, 24]])[:k]
+    X, truth = make_blobs([size] * k, centers=centres, random_state=0)
+    model = sca.StochasticClustering(random_state=0).fit(X)
+    assert model.n_clusters_ == k
+    assert model.confidence_.shape == (k * size,)
+
+
+@pytest.mark.parametrize(
+    "draw",
+    [
+        lambda rng: rng.uniform(size=(500, 2)),  # corners the Gaussian references lack
+        lambda rng: rng.uniform(size=(60, 2)),
+        lambda rng: rng.standard_normal((100, 2)),
+    ],
+    ids=["uniform square n=500", "uniform square n=60", "Gaussian n=100"],
+)
+def test_no_structure_stays_one_cluster(draw):
+    X = draw(np.random.default_rng(1))
+    assert sca.StochasticClustering(random_state=0).fit(X).n_clusters_ == 1
