@@ -125,8 +125,8 @@ def reference_k(eigenvalues, references, gap: GapStatistic | None = None) -> Ref
     note = (
         f"the k-means runs at k = {k} find groups {np.exp(gap.effect):.1f} times tighter than "
         "on reference data without clusters, beyond what k = 1 shows (the gap statistic of "
-        f"Tibshirani et al.), and λ2 … λ{k} all stand above the references' mean, too "
-        f"little for the spectrum alone (k = {choice.k}): k = {k}"
+        f"Tibshirani et al.), and λ2 … λ{k} all stand above the references' mean: k = {k} "
+        f"(the spectrum alone gave k = {choice.k})"
     )
     return replace(
         choice, k=k, drop=float(drops[k - 1]), z=float(z_drops[k - 1]), notes=(note,), runner=0
