@@ -46,6 +46,13 @@ def reference_applies(ensemble) -> bool:
     return all(algorithm != "nmf" for algorithm, _, _ in ensemble_items(ensemble))
 
 
+def gap_applies(ensemble) -> bool:
+    """Whether the gap statistic reads the ensemble's runs (:mod:`sca.reference.gap`):
+    k-means runs only, whose groups are what minimises ``W_k``; a single-linkage
+    run's follow any shape a gap parts, however spread."""
+    return all(algorithm == "kmeans" for algorithm, _, _ in ensemble_items(ensemble))
+
+
 def reference_count(ensemble, n: int) -> int:
     """How many eigenvalues to compare: past the ensemble's largest k, at most n."""
     return int(min(n, max(max(ks) for _, ks, _ in ensemble_items(ensemble)) + EXTRA))
@@ -99,7 +106,7 @@ class References:
     def gap(self, S, X, ensemble) -> GapStatistic | None:
         """The gap statistic of the data's runs (membership operator S of
         ``ensemble`` on rows X) against the references' runs."""
-        if self.dispersions is None:
+        if self.dispersions is None or not gap_applies(ensemble):
             return None
         levels = run_levels(ensemble)
         data = level_dispersions(S, X, levels)

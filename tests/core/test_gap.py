@@ -9,7 +9,14 @@ import pytest
 from sklearn.datasets import make_blobs
 
 import sca
-from sca.reference import MIN_EFFECT, GapStatistic, gap_choice, level_dispersions, levels_of
+from sca.reference import (
+    MIN_EFFECT,
+    GapStatistic,
+    gap_choice,
+    level_dispersions,
+    levels_of,
+    reference_spectra,
+)
 
 
 def _within(X, labels):
@@ -73,3 +80,15 @@ def test_few_rows_in_separated_groups_are_counted(k, size):
 def test_no_structure_stays_one_cluster(draw):
     X = draw(np.random.default_rng(1))
     assert sca.StochasticClustering(random_state=0).fit(X).n_clusters_ == 1
+
+
+def test_only_k_means_runs_are_read_by_the_gap_statistic():
+    X = np.random.default_rng(2).standard_normal((60, 2))
+    for ensemble, read in (
+        ([{"algorithm": "kmeans", "k": [2, 3], "runs": 2}], True),
+        ([{"algorithm": "single", "k": [2, 3], "runs": 2}], False),
+        ([{"algorithm": "kmeans", "k": 2, "runs": 2}, {"algorithm": "single", "k": 3}], False),
+    ):
+        references = reference_spectra(X, ensemble, draws=2)
+        S = sca.membership_operator(sca.ensemble_labels(X, ensemble))
+        assert (references.gap(S, X, ensemble) is not None) == read
