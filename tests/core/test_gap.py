@@ -87,7 +87,13 @@ def test_only_k_means_runs_are_read_by_the_gap_statistic():
     for ensemble, read in (
         ([{"algorithm": "kmeans", "k": [2, 3], "runs": 2}], True),
         ([{"algorithm": "single", "k": [2, 3], "runs": 2}], False),
-        ([{"algorithm": "kmeans", "k": 2, "runs": 2}, {"algorithm": "single", "k": 3}], False),
+        (
+            [
+                {"algorithm": "kmeans", "k": 2, "runs": 2},
+                {"algorithm": "single", "k": 3, "runs": 2},
+            ],
+            False,
+        ),
     ):
         references = reference_spectra(X, ensemble, draws=2)
         S = sca.membership_operator(sca.ensemble_labels(X, ensemble))
