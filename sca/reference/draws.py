@@ -97,7 +97,7 @@ def run_levels(ensemble) -> list[int]:
 class References:
     """What the ensemble makes of reference data: P's eigenvalues (``spectra``,
     one row per reference) and, where every :data:`DRAWS` ran, the runs'
-    :func:`sca.dispersion.level_dispersions` (``dispersions``, one row per
+    :func:`~sca.reference.gap.level_dispersions` (``dispersions``, one row per
     reference; None where the first references settled k)."""
 
     spectra: np.ndarray
@@ -184,7 +184,7 @@ def reference_spectra(
 
 def reference_spectrum(reference, ensemble, seed: int, count: int) -> tuple:
     """:func:`eigenvalues_of` the ensemble's runs on one reference data set, and
-    the runs' :func:`sca.dispersion.level_dispersions`."""
+    the runs' :func:`~sca.reference.gap.level_dispersions`."""
     # one BLAS thread, as for the ensemble's runs: small eigenproblems on cores the
     # other references fill (two BLAS threads on a loaded machine oversubscribe its cores)
     with single_threaded():
