@@ -113,16 +113,23 @@ def record(X) -> dict:
 
 
 def _combined(effect=MIN_EFFECT, above=0.0, larger_only=False):
+    """The combination with the statistic's k taken only where λ2 ... λk stand
+    ``above`` references' standard deviations above their mean (not on a fall
+    after λk), with another least effect, or only where larger."""
+
     def rule(r):
         spectrum_k = reference_k(r["values"], r["spectra"]).k
         gap = r["gap"]
-        if larger_only and gap.k <= spectrum_k:
-            return spectrum_k
+        if larger_only:
+            kept = reference_k(r["values"], r["spectra"], gap).k
+            return kept if kept > spectrum_k else spectrum_k
         data = np.log(np.maximum(r["values"][: r["spectra"].shape[1]], 1e-3))
         refs = np.log(np.maximum(r["spectra"], 1e-3))
         excess = (data - refs.mean(axis=0)) - above * refs.std(axis=0, ddof=1)
         scaled = GapStatistic(gap.k, gap.effect * MIN_EFFECT / effect, gap.levels, gap.gap)
-        k = gap_choice(scaled, spectrum_k, excess)
+        k = gap_choice(
+            scaled, spectrum_k, lambda j: j < excess.size and bool(np.all(excess[1:j] > 0))
+        )
         return spectrum_k if k is None else k
 
     return rule
@@ -132,10 +139,11 @@ RULES = {
     "spectrum alone": lambda r: reference_k(r["values"], r["spectra"]).k,
     "gap statistic alone": lambda r: r["gap"].k,
     "as kept (default)": lambda r: reference_k(r["values"], r["spectra"], r["gap"]).k,
-    "gap's k only if larger": _combined(larger_only=True),
-    "λ2..λk 1 sd above mean": _combined(above=1.0),
-    "effect 1.65x": _combined(effect=np.log(1.65)),
-    "effect 2.7x": _combined(effect=np.log(2.7)),
+    "as kept, gap's k only if larger": _combined(larger_only=True),
+    "λ2..λk above the mean only": _combined(),
+    "λ2..λk 1 sd above the mean only": _combined(above=1.0),
+    "λ2..λk above the mean only, effect 1.65x": _combined(effect=np.log(1.65)),
+    "λ2..λk above the mean only, effect 2.7x": _combined(effect=np.log(2.7)),
 }
 
 

@@ -45,8 +45,11 @@ inside j groups, Sec. 3):
    k = 1).  The gap statistic of the ensemble's own k-means runs against
    the references' runs (:mod:`~sca.reference.gap`) then decides: its k
    replaces the spectrum's where the data's groups at that k are at least
-   twice as tight as the references' cells (:data:`MIN_EFFECT`) and λ2 ...
-   λk all stand above the references' mean.
+   twice as tight as the references' cells (:data:`MIN_EFFECT`) and the
+   spectrum sees them: λ2 ... λk all stand above the references' mean, or
+   its clearest fall against the references, of at least :data:`MARGIN_Z`
+   of their standard deviations, comes after λk (very unequal groups: the
+   references' fine cells are as tight as a group of 15 rows).
 
 The package: :mod:`~sca.reference.draws` draws the reference data and runs
 them through the ensemble, :mod:`~sca.reference.rule` reads k off the

@@ -104,22 +104,22 @@ class GapStatistic:
         return cls(levels[at], float(gap[at] - gap[0]), levels, tuple(float(g) for g in gap))
 
 
-def gap_choice(gap: GapStatistic | None, k: int, excess) -> int | None:
+def gap_choice(gap: GapStatistic | None, k: int, sees) -> int | None:
     """The gap statistic's k where it should replace the spectrum's k, else None.
 
     It does where the two differ, the data's groups at the statistic's k
     are at least :data:`MIN_EFFECT` tighter than the references' cells, and
-    P's eigenvalues λ2 ... λk all stand above the references' mean
-    (``excess``, log scale, from λ1): the spectrum sees the same groups,
-    too weakly to count them by its own margin.
+    the spectrum sees that many groups (``sees(k)``), too weakly to count
+    them by its own margin.
 
     Parameters
     ----------
     gap : GapStatistic or None
     k : int
         The spectrum's k.
-    excess : ndarray
-        ``log λ_j`` minus the references' mean, from λ1 on.
+    sees : callable
+        ``sees(j)``: whether P's eigenvalues show j groups against the
+        references' (:func:`sca.reference.reference_k`).
 
     Returns
     -------
@@ -127,7 +127,4 @@ def gap_choice(gap: GapStatistic | None, k: int, excess) -> int | None:
     """
     if gap is None or gap.k < 2 or gap.k == k or gap.effect < MIN_EFFECT:
         return None
-    excess = np.asarray(excess, dtype=float)
-    if gap.k >= excess.size or not np.all(excess[1 : gap.k] > 0):
-        return None
-    return gap.k
+    return gap.k if sees(gap.k) else None

@@ -118,15 +118,28 @@ def reference_k(eigenvalues, references, gap: GapStatistic | None = None) -> Ref
     """
     choice = _spectrum_choice(eigenvalues, references)
     data, _, mean, _ = _log_scale(eigenvalues, references)
-    k = gap_choice(gap, choice.k, data - mean)
+    excess = data - mean
+    drops, z_drops = _drops(eigenvalues, references)
+
+    def above(j: int) -> bool:  # λ2 ... λj all above the references' mean
+        return bool(np.all(excess[1:j] > 0))
+
+    def falls(j: int) -> bool:  # the spectrum's clearest fall, and a clear one, after λj
+        return bool(z_drops[j - 1] >= MARGIN_Z and z_drops[j - 1] >= z_drops[1:j].max())
+
+    k = gap_choice(gap, choice.k, lambda j: j < excess.size and (above(j) or falls(j)))
     if k is None or gap is None:
         return choice
-    drops, z_drops = _drops(eigenvalues, references)
+    seen = (
+        f"λ2 … λ{k} all stand above the references' mean"
+        if above(k)
+        else f"the spectrum falls most after λ{k} ({z_drops[k - 1]:.1f} reference standard "
+        "deviations)"
+    )
     note = (
         f"the k-means runs at k = {k} find groups {np.exp(gap.effect):.1f} times tighter than "
         "on reference data without clusters, beyond what k = 1 shows (the gap statistic of "
-        f"Tibshirani et al.), and λ2 … λ{k} all stand above the references' mean: k = {k} "
-        f"(the spectrum alone gave k = {choice.k})"
+        f"Tibshirani et al.), and {seen}: k = {k} (the spectrum alone gave k = {choice.k})"
     )
     return replace(
         choice, k=k, drop=float(drops[k - 1]), z=float(z_drops[k - 1]), notes=(note,), runner=0

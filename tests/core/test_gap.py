@@ -15,6 +15,7 @@ from sca.reference import (
     gap_choice,
     level_dispersions,
     levels_of,
+    reference_k,
     reference_spectra,
 )
 
@@ -48,15 +49,29 @@ def test_the_gap_statistic_takes_the_first_k_its_successor_does_not_beat():
 
 def test_the_gap_statistic_replaces_the_spectrum_only_when_both_see_the_groups():
     gap = GapStatistic(4, 2 * MIN_EFFECT, (1, 2, 3, 4, 5), (0.0, 0.1, 0.2, 1.4, 1.3))
-    above = np.array([0.0, 0.1, 0.2, 0.05, -0.3, -0.5])  # λ2 ... λ4 above the references
-    assert gap_choice(gap, 1, above) == 4
-    assert gap_choice(gap, 4, above) is None  # they agree
-    below = above.copy()
-    below[2] = -0.01  # λ3 below the references' mean: the spectrum sees no 4 groups
-    assert gap_choice(gap, 1, below) is None
+    seen = []
+    assert gap_choice(gap, 1, lambda j: seen.append(j) or True) == 4 and seen == [4]
+    assert gap_choice(gap, 4, lambda j: True) is None  # they agree
+    assert gap_choice(gap, 1, lambda j: False) is None  # the spectrum sees no 4 groups
     weak = GapStatistic(4, 0.9 * MIN_EFFECT, gap.levels, gap.gap)  # corners, not groups
-    assert gap_choice(weak, 1, above) is None
-    assert gap_choice(None, 1, above) is None
+    assert gap_choice(weak, 1, lambda j: True) is None
+    assert gap_choice(None, 1, lambda j: True) is None
+
+
+def test_the_spectrum_sees_groups_above_the_references_or_falling_after_them():
+    rng = np.random.default_rng(0)
+    smooth = np.array([1.0, 0.85, 0.7, 0.58, 0.48, 0.4, 0.33, 0.27, 0.22, 0.18])
+    references = (smooth * rng.uniform(0.97, 1.03, (8, smooth.size))).clip(max=1)
+    gap = GapStatistic(4, 2 * MIN_EFFECT, (1, 2, 3, 4, 5), (0.0, 0.5, 1.0, 1.5, 1.5))
+    shelf = smooth * [1, 1.015, 1.015, 1.015, 1, 1, 1, 1, 1, 1]  # λ2 ... λ4 a little above
+    assert reference_k(shelf, references).k == 1
+    assert reference_k(shelf, references, gap).k == 4
+    # λ3 and λ4 below the references' mean, but the spectrum falls hardest after λ4
+    fall = smooth * [1, 1.15, 0.98, 0.98, 0.6, 0.6, 0.6, 0.6, 0.6, 0.6]
+    assert reference_k(fall, references, gap).k == 4
+    # below the references' mean and no fall after λ4: the statistic alone is not enough
+    low = smooth * [1, 1.15, 0.98, 0.98, 0.97, 0.97, 0.97, 0.97, 0.97, 0.97]
+    assert reference_k(low, references, gap).k == reference_k(low, references).k != 4
 
 
 @pytest.mark.parametrize(("k", "size"), [(4, 15), (5, 20)])

@@ -75,11 +75,6 @@ def test_twenty_groups_show_through_the_coarse_runs():
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(
-    strict=True,
-    reason="the 15-element group is merged (k = 2) and the iteration's cut at k = 2 "
-    "divides it between the two clusters; issue 21's target, not yet met",
-)
 def test_very_unequal_groups_are_not_cut_into_pieces():
     """Small groups may be merged (the ensemble's cells are spent on the large
     one), but no group is ever cut into pieces."""
