@@ -197,3 +197,26 @@ def test_kmeans_split_predicts_each_cores_rows(monkeypatch):
     labels = split(Y)
     assert labels is not None and np.array_equal(labels, canonical(models[0].predict(Y)))
     assert len(sca.operators.threads.spans(601)) == 2
+
+
+def test_the_random_start_is_clustered_only_for_a_trace(monkeypatch):
+    """x_0's clustering never counts toward ``stable``: without a trace no k-means
+    is fitted on the random start, and with one it is fitted by a copy of the
+    split, so that the trace leaves the steps, clusters and iterates as they are."""
+    from sca.iteration import evolve
+    from sca.splits import KMeansSplit
+
+    rng = np.random.default_rng(2)
+    truth = planted_truth(600, [1, 1, 1], rng)
+    P = sca.balance(sca.membership_operator(planted_runs(truth, 10, 0.4, rng))).P
+    X0 = rng.random((600, 2))
+    calls = []
+    split = KMeansSplit.__call__
+    monkeypatch.setattr(KMeansSplit, "__call__", lambda self, Y: calls.append(1) or split(self, Y))
+    plain = evolve(P, 3, X0, 2, "kmeans", 6, 100, seed=3)
+    assert len(calls) == plain[1]
+    calls.clear()
+    traced = evolve(P, 3, X0, 2, "kmeans", 6, 100, seed=3, trace=True)
+    assert len(calls) == traced[1] + 1 and traced[2][0]["t"] == 0
+    assert traced[1] == plain[1] and np.array_equal(traced[0][0], plain[0][0])
+    assert np.array_equal(traced[3], plain[3])
