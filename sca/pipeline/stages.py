@@ -109,7 +109,7 @@ def _spectral(artifacts: Mapping, options: dict) -> dict:
     if reference is None:
         found = spectrum(P, known=known, **options)
     else:
-        gap = reference.gap(P.unscaled(), scaled(), artifacts["source"]["ensemble"])
+        gap = reference.gap(P.unscaled(), scaled())
         found = spectrum(P, reference=reference.spectra, known=known, gap_statistic=gap, **options)
     return {"spectrum": spectrum_dict(found), "found": found}
 

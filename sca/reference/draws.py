@@ -96,21 +96,22 @@ def run_levels(ensemble) -> list[int]:
 @dataclass(frozen=True)
 class References:
     """What the ensemble makes of reference data: P's eigenvalues (``spectra``,
-    one row per reference) and, where every :data:`DRAWS` ran, the runs'
-    :func:`~sca.reference.gap.level_dispersions` (``dispersions``, one row per
-    reference; None where the first references settled k)."""
+    one row per reference) and, for a k-means ensemble (:func:`gap_applies`)
+    where every :data:`DRAWS` ran, the runs' dispersions at each level
+    (``dispersions``, one row per reference, of the runs asked for
+    ``run_levels``; None where the first references settled k)."""
 
     spectra: np.ndarray
     dispersions: np.ndarray | None = None
+    run_levels: tuple = ()
 
-    def gap(self, S, X, ensemble) -> GapStatistic | None:
-        """The gap statistic of the data's runs (membership operator S of
-        ``ensemble`` on rows X) against the references' runs."""
-        if self.dispersions is None or not gap_applies(ensemble):
+    def gap(self, S, X) -> GapStatistic | None:
+        """The gap statistic of the data's runs (their membership operator S, on
+        rows X) against the references' runs."""
+        if self.dispersions is None:
             return None
-        levels = run_levels(ensemble)
-        data = level_dispersions(S, X, levels)
-        return GapStatistic.of(levels_of(levels), data, self.dispersions)
+        data = level_dispersions(S, X, self.run_levels)
+        return GapStatistic.of(levels_of(self.run_levels), data, self.dispersions)
 
 
 def reference_spectra(
@@ -164,8 +165,14 @@ def reference_spectra(
     def run(tasks: list[tuple]) -> list:
         return spread(reference_spectrum, tasks, work=each * len(tasks))
 
+    def spectra(done: list) -> np.ndarray:
+        return np.array([values for values, _ in done])
+
     def references(done: list) -> References:
-        return References(np.array([v for v, _ in done]), np.array([w for _, w in done]))
+        if not gap_applies(ensemble):
+            return References(spectra(done))
+        levels = tuple(run_levels(ensemble))
+        return References(spectra(done), np.array([w for _, w in done]), levels)
 
     # every reference of a round drawn, whether it runs or not: the generator's
     # stream, and so each reference, is the same as when all run
@@ -174,10 +181,10 @@ def reference_spectra(
         return references(run(tasks))
     values = eigenvalues(count)
     first = run(tasks[:FIRST_DRAWS])
-    if settled(values, references(first).spectra):
-        return References(references(first).spectra)
+    if settled(values, spectra(first)):
+        return References(spectra(first))
     every = first + run(tasks[FIRST_DRAWS:])
-    if draws is not None or not in_doubt(values, references(every).spectra):
+    if draws is not None or not in_doubt(values, spectra(every)):
         return references(every)
     return references(every + run(drawn(MAX_DRAWS - len(every))))
 

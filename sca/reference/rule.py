@@ -116,10 +116,10 @@ def reference_k(eigenvalues, references, gap: GapStatistic | None = None) -> Ref
     -------
     ReferenceChoice
     """
-    choice = _spectrum_choice(eigenvalues, references)
-    data, _, mean, _ = _log_scale(eigenvalues, references)
+    data, refs, mean, sd = _log_scale(eigenvalues, references)
+    drops, z_drops = _drops(data, refs, mean)
+    choice = _spectrum_choice(data, refs, mean, sd, drops, z_drops)
     excess = data - mean
-    drops, z_drops = _drops(eigenvalues, references)
 
     def above(j: int) -> bool:  # λ2 ... λj all above the references' mean
         return bool(np.all(excess[1:j] > 0))
@@ -146,11 +146,11 @@ def reference_k(eigenvalues, references, gap: GapStatistic | None = None) -> Ref
     )
 
 
-def _drops(eigenvalues, references):
-    """The data's excess over the references' mean falling from λ_j to λ_(j+1)
-    (``drops[j - 1]``), and each drop in the references' standard deviations
-    of theirs (the drop after λ1 is step 1's question: ``-inf``)."""
-    data, refs, mean, _ = _log_scale(eigenvalues, references)
+def _drops(data, refs, mean):
+    """The data's excess over the references' mean (:func:`_log_scale`) falling
+    from λ_j to λ_(j+1) (``drops[j - 1]``), and each drop in the references'
+    standard deviations of theirs (the drop after λ1 is step 1's question:
+    ``-inf``)."""
     excess = data - mean
     drops = excess[:-1] - excess[1:]
     ref_drops = (refs - mean)[:, :-1] - (refs - mean)[:, 1:]
@@ -160,9 +160,9 @@ def _drops(eigenvalues, references):
     return drops, z_drops
 
 
-def _spectrum_choice(eigenvalues, references) -> ReferenceChoice:
-    """k from the spectrum alone (this package's steps 1 and 2)."""
-    data, refs, mean, sd = _log_scale(eigenvalues, references)
+def _spectrum_choice(data, refs, mean, sd, drops, z_drops) -> ReferenceChoice:
+    """k from the spectrum alone (this package's steps 1 and 2), on the log scale
+    of :func:`_log_scale` with the :func:`_drops`."""
     count = data.size
     threshold = mean + MARGIN_Z * sd
     below = np.flatnonzero(data[1:] <= threshold[1:])
@@ -170,7 +170,6 @@ def _spectrum_choice(eigenvalues, references) -> ReferenceChoice:
     floor = float(np.exp(threshold[1])) if count > 1 else 1.0
     floors = tuple(float(f) for f in np.exp(threshold[1:]))
     excess = data - mean
-    drops, z_drops = _drops(eigenvalues, references)
     if k_signal == 1:
         cliff = int(np.argmax(z_drops))
         held = float(np.mean(excess[1 : cliff + 1])) if cliff else 0.0

@@ -112,4 +112,4 @@ def test_only_k_means_runs_are_read_by_the_gap_statistic():
     ):
         references = reference_spectra(X, ensemble, draws=2)
         S = sca.membership_operator(sca.ensemble_labels(X, ensemble))
-        assert (references.gap(S, X, ensemble) is not None) == read
+        assert (references.gap(S, X) is not None) == read
