@@ -222,17 +222,17 @@ def evolve(
     gram = P.factor_gram()
     space = None if gram is None else _FactorSpace(cast(FactorOperator, P), gram, block)
     while True:
-        # x_0's clustering never counts toward `stable`: it is read only for a
-        # trace or a stop rule, by a copy of the split, so that x_1's k-means
-        # starts afresh either way (the random start's centres are no warm
-        # start for it; sca.chunked_iteration reads none either)
-        for s in list(active) if t > 0 or trace or stop is not None else ():
+        # x_0 is the random start, not a step of the evolution: its clustering
+        # never counts toward `stable` (the paper counts from x_1, Table 3.1)
+        # and is read only for a trace or a stop rule, by a copy of the split,
+        # so that x_1's k-means starts afresh either way (sca.chunked_iteration
+        # reads none either)
+        read = t > 0 or trace or stop is not None
+        for s in list(active) if read else ():
             split_s = splitters[s] if t > 0 else copy.deepcopy(splitters[s])
             labels = split_s(Y[:, s * block : (s + 1) * block])
             last = previous[s]
             same = labels is not None and last is not None and np.array_equal(labels, last)
-            # x_0 is the random start, not a step of the evolution: its clustering
-            # never counts toward `stable` (the paper counts from x_1, Table 3.1).
             count[s] = 0 if labels is None or t == 0 else (count[s] + 1 if same else 1)
             previous[s] = labels
             if trace and s == 0:
