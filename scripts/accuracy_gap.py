@@ -34,6 +34,7 @@ import sca
 from sca.ensemble_spec import default_ensemble
 from sca.reference import (
     MIN_EFFECT,
+    TINY,
     GapStatistic,
     gap_choice,
     level_dispersions,
@@ -123,8 +124,8 @@ def _combined(effect=MIN_EFFECT, above=0.0, larger_only=False):
         if larger_only:
             kept = reference_k(r["values"], r["spectra"], gap).k
             return kept if kept > spectrum_k else spectrum_k
-        data = np.log(np.maximum(r["values"][: r["spectra"].shape[1]], 1e-3))
-        refs = np.log(np.maximum(r["spectra"], 1e-3))
+        data = np.log(np.maximum(r["values"][: r["spectra"].shape[1]], TINY))
+        refs = np.log(np.maximum(r["spectra"], TINY))
         excess = (data - refs.mean(axis=0)) - above * refs.std(axis=0, ddof=1)
         scaled = GapStatistic(gap.k, gap.effect * MIN_EFFECT / effect, gap.levels, gap.gap)
         k = gap_choice(
