@@ -183,13 +183,18 @@ def _blas_on_one_thread():
     :func:`one_blas_thread` and :func:`single_threaded` run at the same time
     on several threads (the service's jobs, pool threads): a block restoring
     what it found on entry would hand BLAS its threads back while another
-    block still runs, or leave it on one thread for good.  So the first block
-    to enter sets the limit and the last to leave restores it.
+    block still runs, or leave it on one thread for good.  So the last block
+    to leave restores what the first found.  Every block sets the limit on
+    entry, not only the first: a limit set and restored meanwhile outside
+    these blocks (``threadpoolctl.threadpool_limits`` around a call, which
+    puts back what it found) must not leave a block running with BLAS's
+    threads.
     """
     global _blas_holders, _blas_limit
     with _blas_lock:
+        limit = threadpools().select(user_api="blas").limit(limits=1)
         if _blas_holders == 0:
-            _blas_limit = threadpools().select(user_api="blas").limit(limits=1)
+            _blas_limit = limit
         _blas_holders += 1
     try:
         yield
