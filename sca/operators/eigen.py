@@ -65,7 +65,7 @@ class Eigenvalues:
         if self.n <= DENSE_SPECTRUM_MAX_N or k_hat >= self.n - 1:
             values = self._all_eigenvalues()
         else:
-            values = self._top_eigenvalues(k_hat, 1e-4 if few else 1e-10)
+            values = self._top_eigenvalues(k_hat, 1e-4 if few else 1e-10, few, floor)
         return np.sort(values)[::-1][:k_hat]
 
     def eigenvalue_bounds(self, k_hat: int) -> tuple[np.ndarray, np.ndarray]:
@@ -108,7 +108,11 @@ class Eigenvalues:
         """
         return 0
 
-    def _top_eigenvalues(self, k_hat: int, tol: float = 1e-10) -> np.ndarray:
+    def _top_eigenvalues(
+        self, k_hat: int, tol: float = 1e-10, few: bool = False, floor: float | None = None
+    ) -> np.ndarray:
+        """``k_hat`` largest eigenvalues by ``eigsh`` to ``tol`` (``few`` and ``floor``
+        are for forms whose solver can use them)."""
         linop = sp.linalg.LinearOperator(
             (self.n, self.n), matvec=self.matmat, matmat=self.matmat, dtype=float
         )

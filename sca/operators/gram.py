@@ -64,6 +64,9 @@ class GramSpectrum(Eigenvalues):
     #: The Krylov space of G, continued as k̂ grows (:mod:`sca.operators.lanczos`).
     _lanczos: BlockLanczos | None = None
 
+    #: The Krylov space of P itself where G is no smaller (K >= n - 1).
+    _p_lanczos: BlockLanczos | None = None
+
     @property
     def n_clusters(self) -> int:
         """K, the number of columns of H (clusters over all runs)."""
@@ -135,7 +138,7 @@ class GramSpectrum(Eigenvalues):
         # the Gram matrix pays only while K < n; raw data's ensembles at sqrt(n) levels have
         # K > n, and a few eigenvalues are then cheaper by Lanczos than P formed densely
         if self.n_clusters > self.n and k_hat is not None and int(k_hat) < self.n - 1:
-            values = self._top_eigenvalues(int(k_hat), 1e-4 if few else 1e-10)
+            values = self._top_eigenvalues(int(k_hat), 1e-4 if few else 1e-10, few, floor)
             return np.sort(values)[::-1][: int(k_hat)]
         dense = not few and self._dense_gram_pays(k_hat)
         if (
@@ -148,7 +151,7 @@ class GramSpectrum(Eigenvalues):
             values = self._top_gram_eigenvalues(int(k_hat), few, floor)
             return np.sort(values)[::-1][: int(k_hat)]
         if (not self.gram_cheap and not dense) or self.n_clusters > self.n:
-            return super().eigenvalues(k_hat, few)
+            return super().eigenvalues(k_hat, few, floor)
         K = self.n_clusters
         k_hat = self.n if k_hat is None else min(int(k_hat), self.n)
         if dense and self._gram_values is not None:
@@ -172,6 +175,31 @@ class GramSpectrum(Eigenvalues):
         # P has rank at most K: the remaining n - K eigenvalues are zero.
         values = np.concatenate([values, np.zeros(max(0, k_hat - values.size))])
         return values[:k_hat]
+
+    def _top_eigenvalues(self, k_hat: int, tol: float = 1e-10, few=False, floor=None):
+        """P's ``k_hat`` largest eigenvalues where G is no smaller than P (K >= n - 1):
+        block Lanczos on P itself, its Krylov space kept as k̂ grows (one pass
+        over the labels a block of :data:`APPLIED_BLOCK` columns), as on G where
+        G is the smaller; ARPACK (``eigsh``, restarted for each k̂) for a rough
+        figure (``few``: the null's and the references' edge, read as the
+        references were) and where the basis would outgrow
+        :data:`~sca.operators.lanczos.BASIS_BYTES`."""
+        lanczos = None if few else self._p_lanczos_of(k_hat)
+        if lanczos is None:
+            return super()._top_eigenvalues(k_hat, tol, few, floor)
+        return lanczos.eigenvalues(k_hat, LANCZOS_TOL, floor)
+
+    def _p_lanczos_of(self, k_hat: int) -> BlockLanczos | None:
+        """The kept Krylov space of P (made on first use, its first column the
+        Perron vector ``1 / sqrt(n)``), or None where ``k_hat`` eigenvalues would
+        outgrow its basis."""
+        if self._p_lanczos is None:
+            rng = np.random.default_rng(0x5CA)
+            start = rng.standard_normal((self.n, APPLIED_BLOCK))
+            start[:, 0] = 1.0 / np.sqrt(self.n)
+            self._p_lanczos = BlockLanczos(self.matmat, self.n, start)
+        lanczos = self._p_lanczos
+        return lanczos if k_hat + 2 * lanczos.block <= lanczos.max_dim else None
 
     def _dense_gram_pays(self, k_hat) -> bool:
         """Whether all of G's eigenvalues cost less than Lanczos's ``k_hat``
@@ -240,9 +268,8 @@ class GramSpectrum(Eigenvalues):
         int
             A lower bound on the number of eigenvalues above ``floor``.
         """
-        if self._lanczos is None or self._lanczos.dim == 0:
-            return 0
-        return int(np.sum(self._lanczos.ritz()[0] > floor))
+        spaces = [s for s in (self._lanczos, self._p_lanczos) if s is not None and s.dim > 0]
+        return max((int(np.sum(s.ritz()[0] > floor)) for s in spaces), default=0)
 
     @property
     def krylov_block(self) -> int:

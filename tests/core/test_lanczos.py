@@ -1,12 +1,15 @@
 """Block Lanczos on G (sca.operators.lanczos) and the block products it applies G with."""
 
 import numpy as np
+import pytest
 from sklearn.metrics import adjusted_rand_score
 
 import sca
+import sca.operators.eigen
 import sca.operators.gram
 import sca.operators.kernels
 import sca.operators.labels
+import sca.operators.lanczos
 from sca.operators import LabelOperator
 from sca.operators.lanczos import BlockLanczos
 from sca.planted import planted_runs, planted_truth
@@ -143,3 +146,60 @@ def test_eigenvalue_bounds_bracket_the_spectrum(monkeypatch):
     assert np.all(lower <= exact + slack) and np.all(exact <= upper + slack)
     assert np.all(upper[:2] - lower[:2] <= 1e-5)
     assert np.any(upper[2:] - lower[2:] > 1e-5)  # the rest only bounded
+
+
+def test_as_many_labels_as_elements_through_the_krylov_space_of_p(monkeypatch):
+    """K = r k = n (100 runs of 12 labels, n = 1,200): no Gram matrix is smaller than P,
+    so block Lanczos runs on P itself and keeps its space as k̂ grows (no ARPACK
+    restart), with the eigenvalues, k and clustering of the dense spectrum."""
+    rng = np.random.default_rng(12)
+    truth = planted_truth(1200, [1] * 12, rng)
+    labels = planted_runs(truth, 100, 0.3, rng, dtype=np.uint8)
+    S = sca.membership_operator(labels)
+    assert S.n_clusters >= S.n - 1
+    dense_k, dense_result = _stages(labels)
+    _as_if_large(monkeypatch)
+    arpack = sca.operators.eigen.Eigenvalues._top_eigenvalues
+
+    def rough_only(self, k_hat, tol=1e-10, few=False, floor=None):
+        if not few:  # the null's edge is read roughly by ARPACK, as before
+            pytest.fail("ARPACK on P where its Krylov space fits")
+        return arpack(self, k_hat, tol, few, floor)
+
+    monkeypatch.setattr(sca.operators.eigen.Eigenvalues, "_top_eigenvalues", rough_only)
+    P = sca.balance(sca.membership_operator(labels)).P
+    exact = np.sort(np.linalg.eigvalsh(P.to_dense()))[::-1]
+    few = P.eigenvalues(5)
+    dim = P._p_lanczos.dim
+    more = P.eigenvalues(30)
+    assert P._p_lanczos.dim >= dim  # the same space, continued
+    assert np.allclose(few, exact[:5], atol=1e-6)
+    assert np.allclose(more, exact[:30], atol=1e-6)
+    spec, result = _stages(labels)
+    assert spec.k == dense_k.k == 12
+    assert np.allclose(spec.eigenvalues[:12], dense_k.eigenvalues[:12], atol=1e-6)
+    assert adjusted_rand_score(dense_result.labels, result.labels) >= 0.99
+
+
+def test_krylov_space_of_p_beyond_its_budget_falls_back_to_arpack(monkeypatch):
+    """Where k̂ eigenvalues would outgrow the basis budget, P's spectrum comes from
+    ARPACK as before, with the same values."""
+    rng = np.random.default_rng(13)
+    labels = planted_runs(planted_truth(1200, [1] * 12, rng), 100, 0.3, rng, dtype=np.uint8)
+    _as_if_large(monkeypatch)
+    P = sca.balance(sca.membership_operator(labels)).P
+    exact = np.sort(np.linalg.eigvalsh(P.to_dense()))[::-1]
+    monkeypatch.setattr(sca.operators.lanczos, "BASIS_BYTES", 8 * 1200 * 30)
+    assert np.allclose(P.eigenvalues(20), exact[:20], atol=1e-8)
+    assert P._p_lanczos.dim == 0  # made, found too small, never extended
+
+
+def _as_if_large(monkeypatch):
+    """The limits lowered so that n = 1,200 and K = 1,200 count as large: neither P
+    nor G solved densely, G not formed."""
+    monkeypatch.setattr(sca.operators.eigen, "DENSE_SPECTRUM_MAX_N", 100)
+    monkeypatch.setattr(sca.operators.gram, "DENSE_SPECTRUM_MAX_N", 100)
+    monkeypatch.setattr(sca.operators.gram, "GRAM_MAX_K", 64)
+    monkeypatch.setattr(sca.operators.labels, "GRAM_MAX_K", 64)
+    monkeypatch.setattr(sca.operators.labels, "GRAM_COUNTS_MAX_K", 64)
+    monkeypatch.setattr(sca.operators.gram, "DENSE_GRAM_TIMES", 0)
