@@ -11,7 +11,7 @@ the client holds only K-sized arrays and a sample:
   (held on the workers) orthonormalised by Cholesky QR of their ``b x b``
   Gram matrices;
 * the k-means centres fitted on the same fixed sample of
-  :attr:`~sca.splits.KMeansSplit.SAMPLE` rows as in memory, whose rows of
+  :meth:`~sca.splits.KMeansSplit.sample_size` rows as in memory, whose rows of
   ``DH`` are gathered once, and every element assigned to its nearest
   centre in a map over the row blocks;
 * whether a step's clustering is the previous one from the ``k x k`` table of
@@ -193,7 +193,7 @@ def iterate_chunked(
     if k == 1:
         labels = da.zeros(P.n, chunks=(P.rows,), dtype=np.int64)
         return IterationResult(labels, 0, [(labels, 1.0)])
-    sample = sample_rows(P.n, KMeansSplit.SAMPLE, np.random.default_rng(seed))
+    sample = sample_rows(P.n, KMeansSplit.sample_size(k), np.random.default_rng(seed))
     splits = [_Split(k, seed + s) for s in range(starts)]
     Y = random_starts(P, seed, starts * block, eps)
     Y = P.hold(Y - Y.mean(axis=0))

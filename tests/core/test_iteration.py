@@ -220,3 +220,16 @@ def test_the_random_start_is_clustered_only_for_a_trace(monkeypatch):
     assert len(calls) == traced[1] + 1 and traced[2][0]["t"] == 0
     assert traced[1] == plain[1] and np.array_equal(traced[0][0], plain[0][0])
     assert np.array_equal(traced[3], plain[3])
+
+
+def test_the_split_fits_its_centres_on_enough_rows_a_centre():
+    """The k-means split's sample holds 4,096 rows, and at least ROWS_PER_CENTRE a
+    centre beyond 204 clusters (500 planted blocks split on 4,096 rows, about eight
+    a centre, scored an ARI of 0.97); all the rows where n is no more."""
+    from sca.splits import KMeansSplit
+
+    assert KMeansSplit(200, 0, 10**5).sample.size == KMeansSplit.SAMPLE == 4096
+    many = KMeansSplit(500, 0, 10**5).sample
+    assert many.size == 500 * KMeansSplit.ROWS_PER_CENTRE == 10_000
+    assert np.unique(many).size == many.size and np.all(np.diff(many) > 0)
+    assert KMeansSplit(500, 0, 9_000).sample == slice(None)
