@@ -106,11 +106,13 @@ def _spectral(artifacts: Mapping, options: dict) -> dict:
 
     scaled = functools.cache(lambda: artifacts["scaled"])  # read once, where the null applies
     reference = null_reference(artifacts["source"], options, P.n, scaled, eigenvalues)
-    if reference is None:
-        found = spectrum(P, known=known, **options)
-    else:
-        gap = reference.gap(P.unscaled(), scaled())
-        found = spectrum(P, reference=reference.spectra, known=known, gap_statistic=gap, **options)
+    found = spectrum(
+        P,
+        reference=None if reference is None else reference.spectra,
+        known=known,
+        gap_statistic=None if reference is None else reference.gap(P.unscaled(), scaled()),
+        **options,
+    )
     return {"spectrum": spectrum_dict(found), "found": found}
 
 
