@@ -2,7 +2,10 @@
 
 All of them when that is cheap; else :data:`DEFAULT_K_HAT`, grown by the
 ``"noise"`` rule until the spectrum reaches its floor, up to ``max_k_hat`` and
-the budget of :mod:`sca.components` (:func:`grown_eigenvalues`).  A
+the eigensolver's memory budget (:func:`grown_eigenvalues`): ``eigsh``'s
+(:func:`sca.components.affordable`), or a kept Krylov space's where P's form
+has one (``eigenvalue_budget``: 2,492 eigenvalues of G at K = 4·10⁴, where
+``eigsh`` on P at n = 10⁵ would stop at 335).  A
 disconnected S has its components' eigenvalues 1 counted rather than computed
 (:func:`split_eigenvalues`).
 """
@@ -28,7 +31,7 @@ def grown_eigenvalues(
 ) -> tuple[np.ndarray, bool, int | None]:
     """P's largest eigenvalues: k_hat of them, all when cheap, or grown to the floor;
     whether k̂ stopped at its cap above the floor, and the budget when it set the cap."""
-    limit = P.n if P.full_spectrum_cheap else affordable(P.n)
+    limit = P.n if P.full_spectrum_cheap else max(affordable(P.n), P.eigenvalue_budget)
     if k_hat is not None:
         return P.eigenvalues(min(k_hat, limit)), False, (limit if k_hat > limit else None)
     if P.full_spectrum_cheap:

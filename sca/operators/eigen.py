@@ -90,6 +90,13 @@ class Eigenvalues:
         values = self.eigenvalues(k_hat, few=True)
         return values, values.copy()
 
+    @property
+    def eigenvalue_budget(self) -> int:
+        """The most eigenvalues a kept Krylov space of this form resolves within its
+        memory budget; 0 where there is none (``eigsh``'s own budget then applies,
+        :func:`sca.components.affordable`)."""
+        return 0
+
     def known_above(self, floor: float) -> int:
         """How many eigenvalues of P are known to exceed ``floor``, from work done.
 

@@ -18,7 +18,7 @@ import scipy.sparse as sp
 
 from . import threads
 from .eigen import DENSE_SPECTRUM_MAX_N, Eigenvalues
-from .lanczos import BLOCK, BlockLanczos
+from .lanczos import BASIS_BYTES, BLOCK, BlockLanczos
 
 #: Largest K for which the K x K Gram matrix of a factored operator is formed.
 GRAM_MAX_K = 2048
@@ -252,6 +252,17 @@ class GramSpectrum(Eigenvalues):
         upper = theta + residual
         upper[2:] = upper[min(1, upper.size - 1)]
         return theta, upper
+
+    @property
+    def eigenvalue_budget(self) -> int:
+        """The most eigenvalues within :data:`~sca.operators.lanczos.BASIS_BYTES`: all
+        K where G is cheap to form and solve, else what the kept Krylov space of G
+        (K < n - 1) or of P holds, less two blocks for the last to converge."""
+        K, n = self.n_clusters, self.n
+        if self.gram_cheap and K < n:
+            return K
+        order = n if K >= n - 1 else K
+        return max(2, min(order, BASIS_BYTES // (8 * order)) - 2 * APPLIED_BLOCK)
 
     def known_above(self, floor: float) -> int:
         """Ritz values of the kept Krylov space above ``floor``.

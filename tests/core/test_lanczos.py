@@ -5,6 +5,7 @@ import pytest
 from sklearn.metrics import adjusted_rand_score
 
 import sca
+import sca.components
 import sca.operators.eigen
 import sca.operators.gram
 import sca.operators.kernels
@@ -203,3 +204,20 @@ def _as_if_large(monkeypatch):
     monkeypatch.setattr(sca.operators.labels, "GRAM_MAX_K", 64)
     monkeypatch.setattr(sca.operators.labels, "GRAM_COUNTS_MAX_K", 64)
     monkeypatch.setattr(sca.operators.gram, "DENSE_GRAM_TIMES", 0)
+
+
+def test_k_hat_grows_as_far_as_the_krylov_space_of_g_holds(monkeypatch):
+    """With ``eigsh``'s budget at P's order too small for the 60 planted clusters (30
+    eigenvalues), k̂ still grows to them where G's kept Krylov space holds them: the
+    cap is the solver's that runs."""
+    rng = np.random.default_rng(11)
+    truth = planted_truth(4000, [1] * 60, rng)
+    labels = planted_runs(truth, 20, 0.3, rng, dtype=np.uint8)
+    monkeypatch.setattr(sca.components, "BASIS_BUDGET", 2 * 4000 * 30)
+    _as_if_large(monkeypatch)
+    monkeypatch.setattr(sca.operators.kernels, "COMPILED_MIN_ROWS", 0)
+    P = sca.balance(sca.membership_operator(labels)).P
+    assert sca.components.affordable(P.n) == 30 < P.eigenvalue_budget
+    spec, result = _stages(labels)
+    assert spec.k == 60 and not spec.capped
+    assert adjusted_rand_score(truth, result.labels) >= 0.99
