@@ -97,6 +97,10 @@ class Eigenvalues:
         :func:`sca.components.affordable`)."""
         return 0
 
+    def release_spectrum_work(self) -> None:
+        """Drop what the spectrum kept to grow k̂ (a Krylov space's basis), once k is
+        chosen: nothing after the spectral stage reads it."""
+
     def known_above(self, floor: float) -> int:
         """How many eigenvalues of P are known to exceed ``floor``, from work done.
 

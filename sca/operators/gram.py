@@ -264,6 +264,12 @@ class GramSpectrum(Eigenvalues):
         order = n if K >= n - 1 else K
         return max(2, min(order, BASIS_BYTES // (8 * order)) - 2 * APPLIED_BLOCK)
 
+    def release_spectrum_work(self) -> None:
+        """Drop the kept Krylov spaces of G and of P (the basis of P's holds up to
+        :data:`~sca.operators.lanczos.BASIS_BYTES`); G itself stays for the
+        iteration (``factor_gram``)."""
+        self._lanczos = self._p_lanczos = None
+
     def known_above(self, floor: float) -> int:
         """Ritz values of the kept Krylov space above ``floor``.
 

@@ -113,6 +113,7 @@ def _spectral(artifacts: Mapping, options: dict) -> dict:
         gap_statistic=None if reference is None else reference.gap(P.unscaled(), scaled()),
         **options,
     )
+    P.release_spectrum_work()
     return {"spectrum": spectrum_dict(found), "found": found}
 
 

@@ -152,7 +152,8 @@ def test_eigenvalue_bounds_bracket_the_spectrum(monkeypatch):
 def test_as_many_labels_as_elements_through_the_krylov_space_of_p(monkeypatch):
     """K = r k = n (100 runs of 12 labels, n = 1,200): no Gram matrix is smaller than P,
     so block Lanczos runs on P itself and keeps its space as k̂ grows (no ARPACK
-    restart), with the eigenvalues, k and clustering of the dense spectrum."""
+    restart), with the eigenvalues, k and clustering of the dense spectrum; the
+    stages drop the space once k is chosen."""
     rng = np.random.default_rng(12)
     truth = planted_truth(1200, [1] * 12, rng)
     labels = planted_runs(truth, 100, 0.3, rng, dtype=np.uint8)
@@ -176,7 +177,8 @@ def test_as_many_labels_as_elements_through_the_krylov_space_of_p(monkeypatch):
     assert P._p_lanczos.dim >= dim  # the same space, continued
     assert np.allclose(few, exact[:5], atol=1e-6)
     assert np.allclose(more, exact[:30], atol=1e-6)
-    spec, result = _stages(labels)
+    balanced, spec, result, _ = sca.run_stages(sca.membership_operator(labels), {"seed": 0})
+    assert balanced.P._p_lanczos is None  # its basis released once k was chosen
     assert spec.k == dense_k.k == 12
     assert np.allclose(spec.eigenvalues[:12], dense_k.eigenvalues[:12], atol=1e-6)
     assert adjusted_rand_score(dense_result.labels, result.labels) >= 0.99
