@@ -27,6 +27,7 @@ from .codes import is_dask, label_codes, label_spans, repack
 from .factored import FactorOperator
 from .gram import GRAM_MAX_K
 from .lanczos import BLOCK
+from .links import run0_components
 from .packing import (
     PACKED_CODES,
     Marginals,
@@ -375,8 +376,11 @@ class LabelOperator(FactorOperator):
         """Components of the cluster graph (as :meth:`FactorOperator._pattern`:
         each element joins its run-0 cluster to its others), read at run 0, from
         the Gram matrix's packing (which the null draw then packs too)."""
-        if not self._small:
-            return super()._components()
+        if not self._small:  # runs of more labels than a packed group holds
+            if self.chunked:
+                return super()._components()
+            run0 = run0_components(self.codes, self.spans)
+            return self._elements_components(run0, np.ones(run0.size, dtype=bool))
         limit = self._gram_limit
         packing = self._packed(limit)
         binoff, g = packing.binoff, len(packing.groups)

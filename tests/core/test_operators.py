@@ -8,6 +8,7 @@ import scipy.sparse as sp
 import sca
 import sca.operators.gram
 import sca.operators.labels
+import sca.operators.links
 from sca.inputs import membership_factors
 from sca.operators import ChunkedLabelOperator, LabelOperator
 from sca.planted import planted_runs, planted_truth
@@ -177,3 +178,30 @@ def test_many_clusters_read_the_spectrum_off_the_counted_gram(monkeypatch, dense
     assert np.allclose(PL.eigenvalues(15), PF.eigenvalues(15), atol=1e-8)
     assert PL.factor_gram() is not None and PF.factor_gram() is None
     assert sca.spectrum(PL).k == sca.spectrum(PF).k == 12
+
+
+@pytest.mark.parametrize("table", [True, False])
+def test_components_of_runs_of_many_labels_are_the_sparse_h_ones(monkeypatch, table):
+    """Runs of 300 labels (more than a packed group holds): the components come run
+    by run from the label pairs that occur (a table of pairs, or their distinct
+    codes) and are those of the sparse H's cluster graph: three groups that share
+    no label in any run, a singleton among them, and labels no element has."""
+    if not table:
+        monkeypatch.setattr(sca.operators.links, "TABLE_CELLS_PER_ELEMENT", 0)
+        monkeypatch.setattr(sca.operators.links, "TABLE_MIN_CELLS", 0)
+    rng = np.random.default_rng(21)
+    group = np.repeat([0, 1, 2], [1500, 1499, 1])
+    rng.shuffle(group)
+    # each run labels group g within its own band of labels (270 and up unused)
+    codes = group[:, None] * 90 + rng.integers(0, 90 - 89 * (group[:, None] == 2), (3000, 12))
+    codes = codes.astype(np.uint16)
+    L = LabelOperator(codes, np.full(12, 300))
+    assert not L._small
+    H, groups = membership_factors(codes)
+    count, labels = L.components()
+    ref_count, ref_labels = sca.FactoredOperator(H, groups=groups).components()
+    assert count == ref_count == 3
+    assert np.array_equal(
+        np.unique(labels, return_inverse=True)[1], np.unique(ref_labels, return_inverse=True)[1]
+    )
+    assert sorted(np.bincount(labels).tolist()) == [1, 1499, 1500]
