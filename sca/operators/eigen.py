@@ -92,14 +92,23 @@ class Eigenvalues:
 
     @property
     def eigenvalue_budget(self) -> int:
-        """The most eigenvalues a kept Krylov space of this form resolves within its
-        memory budget; 0 where there is none (``eigsh``'s own budget then applies,
-        :func:`sca.components.affordable`)."""
+        """The most eigenvalues a kept Krylov space of this form resolves.
+
+        Within its memory budget; 0 where the form keeps none (``eigsh``'s own
+        budget then applies, :func:`sca.components.affordable`).
+
+        Returns
+        -------
+        int
+            How many eigenvalues.
+        """
         return 0
 
     def release_spectrum_work(self) -> None:
-        """Drop what the spectrum kept to grow k̂ (a Krylov space's basis), once k is
-        chosen: nothing after the spectral stage reads it."""
+        """Drop what the spectrum kept to grow k̂ (a Krylov space's basis).
+
+        Called once k is chosen: nothing after the spectral stage reads it.
+        """
 
     def known_above(self, floor: float) -> int:
         """How many eigenvalues of P are known to exceed ``floor``, from work done.

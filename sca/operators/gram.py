@@ -255,9 +255,17 @@ class GramSpectrum(Eigenvalues):
 
     @property
     def eigenvalue_budget(self) -> int:
-        """The most eigenvalues within :data:`~sca.operators.lanczos.BASIS_BYTES`: all
-        K where G is cheap to form and solve, else what the kept Krylov space of G
-        (K < n - 1) or of P holds, less two blocks for the last to converge."""
+        """The most eigenvalues within :data:`~sca.operators.lanczos.BASIS_BYTES`.
+
+        All K where G is cheap to form and solve, else what the kept Krylov
+        space of G (K < n - 1) or of P holds, less two blocks for the last to
+        converge.
+
+        Returns
+        -------
+        int
+            How many eigenvalues.
+        """
         K, n = self.n_clusters, self.n
         if self.gram_cheap and K < n:
             return K
@@ -265,9 +273,11 @@ class GramSpectrum(Eigenvalues):
         return max(2, min(order, BASIS_BYTES // (8 * order)) - 2 * APPLIED_BLOCK)
 
     def release_spectrum_work(self) -> None:
-        """Drop the kept Krylov spaces of G and of P (the basis of P's holds up to
-        :data:`~sca.operators.lanczos.BASIS_BYTES`); G itself stays for the
-        iteration (``factor_gram``)."""
+        """Drop the kept Krylov spaces of G and of P.
+
+        The basis of P's holds up to :data:`~sca.operators.lanczos.BASIS_BYTES`;
+        G itself stays for the iteration (``factor_gram``).
+        """
         self._lanczos = self._p_lanczos = None
 
     def known_above(self, floor: float) -> int:

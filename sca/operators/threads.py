@@ -22,7 +22,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 from scipy.linalg.blas import dtrmm
-from threadpoolctl import ThreadpoolController
+from threadpoolctl import OpenBLASController, ThreadpoolController
 
 #: Below this many rows per core a kernel runs on the calling thread alone.
 MIN_ROWS_PER_THREAD = 1 << 15
@@ -176,6 +176,27 @@ _blas_limit = None
 
 
 @contextlib.contextmanager
+def _blas_control():
+    """This thread's limits on a process-wide BLAS pool take effect in the block.
+
+    threadpoolctl (3.6 on) lets only one thread, the first to set a limit on
+    OpenBLAS's pthreads pool, set it while that thread lives, and a limit set
+    outside its ``with`` blocks never hands that control back: a pool thread
+    (the kernels', or a job's) that once fitted a k-means kept it, and every
+    other thread's limit was then silently ignored (BLAS's threads spinning
+    beside the kernels).  So control is taken for the set and given up after.
+    """
+    clear = getattr(OpenBLASController, "clear_controlling_thread", None)
+    if clear is not None:
+        clear(force=True)
+    try:
+        yield
+    finally:
+        if clear is not None:
+            clear(force=True)
+
+
+@contextlib.contextmanager
 def _blas_on_one_thread():
     """Hold BLAS to one thread for the block.
 
@@ -191,7 +212,7 @@ def _blas_on_one_thread():
     threads.
     """
     global _blas_holders, _blas_limit
-    with _blas_lock:
+    with _blas_lock, _blas_control():
         limit = threadpools().select(user_api="blas").limit(limits=1)
         if _blas_holders == 0:
             _blas_limit = limit
@@ -202,7 +223,8 @@ def _blas_on_one_thread():
         with _blas_lock:
             _blas_holders -= 1
             if _blas_holders == 0:
-                _blas_limit.restore_original_limits()
+                with _blas_control():
+                    _blas_limit.restore_original_limits()
                 _blas_limit = None
 
 

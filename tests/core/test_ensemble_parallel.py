@@ -11,10 +11,12 @@ import numpy as np
 import pytest
 from sklearn.datasets import make_blobs
 from sklearn.metrics import adjusted_rand_score
+from threadpoolctl import OpenBLASController
 
 import sca
 import sca.ensemble
 import sca.ensemble_spec
+import sca.operators.threads
 import sca.pool
 from sca.operators.threads import one_blas_thread, single_threaded, threadpools
 
@@ -205,6 +207,41 @@ def test_a_stage_on_one_blas_thread_leaving_never_frees_blas_under_another_block
             thread.join()
             assert _threads("blas") == {1}
         assert _threads("blas") == before
+
+
+def test_a_thread_that_once_limited_blas_does_not_keep_the_others_from_it(monkeypatch):
+    """threadpoolctl lets only the thread that first set OpenBLAS's limit set it
+    while that thread lives, unless the limit is a ``with`` block: a kernel pool
+    thread that once fitted a k-means kept that control, and every block on
+    another thread then left BLAS on its threads.  The blocks take control for
+    their sets."""
+    before = _threads("blas")
+    if max(before) < 2:
+        pytest.skip("BLAS runs one thread here: nothing to hold back")
+    holding, done = threading.Event(), threading.Event()
+
+    def pool_thread():
+        OpenBLASController.clear_controlling_thread(force=True)
+        threadpools().select(user_api="blas").limit(limits=max(before))  # kept: never restored
+        holding.set()
+        done.wait(10)
+
+    thread = threading.Thread(target=pool_thread)
+    thread.start()
+    holding.wait(10)
+    try:
+        with single_threaded():
+            assert _threads("blas") == {1}
+        assert _threads("blas") == {max(before)}
+        monkeypatch.setattr(sca.operators.threads, "THREADS", 2)
+        stage = one_blas_thread(lambda P: _threads("blas"))
+        assert stage(SimpleNamespace(threaded_kernels=True)) == {1}
+    finally:
+        done.set()
+        thread.join()
+        OpenBLASController.clear_controlling_thread(force=True)
+        threadpools().select(user_api="blas").limit(limits=max(before))
+        OpenBLASController.clear_controlling_thread(force=True)
 
 
 def test_large_data_fits_kmeans_centres_on_a_sample(monkeypatch):
