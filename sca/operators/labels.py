@@ -19,15 +19,13 @@ from __future__ import annotations
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.sparse import csgraph
 
-from . import kernels
+from . import kernels, pairs
 from .base import ConsensusOperator
 from .codes import is_dask, label_codes, label_spans, repack
 from .factored import FactorOperator
 from .gram import GRAM_MAX_K
 from .lanczos import BLOCK
-from .links import run0_components
 from .packing import (
     PACKED_CODES,
     Marginals,
@@ -354,57 +352,21 @@ class LabelOperator(FactorOperator):
         :data:`JOINT_MIN_N` elements, dense products of H's row blocks are cheaper)."""
         if not self._small or (self.n < JOINT_MIN_N and not self.chunked):
             return super().gram(dtype)
-        limit = self._gram_limit
-        packing = self._packed(limit)
-        g = len(packing.groups)
-        pairs = np.array([(a, b) for a in range(g) for b in range(a + 1, g)]).reshape(-1, 2)
-        marginal, index = self.marginals(limit)
-        G = self._map(
-            kernels.block_gram,
-            pairs,
-            marginal.astype(dtype, copy=False),
-            index,
-            self.n_clusters,
-            np.dtype(dtype),
-            all(len(runs) == 1 for runs in packing.groups),
-            by_row=(self._weights(),),
-            limit=limit,
-        )
-        return np.array(G[:-1, :-1], dtype=dtype)
+        return pairs.packed_gram(self, dtype)
 
     def _components(self):
         """Components of the cluster graph (as :meth:`FactorOperator._pattern`:
-        each element joins its run-0 cluster to its others), read at run 0, from
-        the Gram matrix's packing (which the null draw then packs too)."""
-        if not self._small:  # runs of more labels than a packed group holds
-            if self.chunked:
-                return super()._components()
-            run0 = run0_components(self.codes, self.spans)
-            return self._elements_components(run0, np.ones(run0.size, dtype=bool))
-        limit = self._gram_limit
-        packing = self._packed(limit)
-        binoff, g = packing.binoff, len(packing.groups)
-        pairs = np.array([(0, b) for b in range(g)])  # group 0 against every group
-        marginal, index = self.marginals(limit)
-        first = marginal[0, : binoff[1], : self.spans[0]]  # combined code -> run-0 label
-        K = self.n_clusters
-        links = self._map(
-            kernels.block_links,
-            pairs,
-            first,
-            marginal,
-            index,
-            K,
-            by_row=(self.ones(),),
-            limit=limit,
-        )
-        # edges from run 0's labels only (the last column: the marginals' padding), listed
-        # as such: a dense K x K graph would be read whole to find them
-        rows, cols = np.nonzero(links[:, :K] > 0)
-        graph = sp.csr_array((np.ones(rows.size, dtype=bool), (rows, cols)), shape=(K, K))
-        _, labels = csgraph.connected_components(graph, directed=False)
-        used = np.diag(links[:, : self.spans[0]]) > 0  # each run-0 label's own column
-        return self._elements_components(labels[: self.spans[0]], used)
+        each element joins its run-0 cluster to its others), read at run 0: from
+        the Gram matrix's packing (which the null draw then packs too), or run by
+        run where a run has more labels than a packed group holds."""
+        if self._small:
+            run0, used = pairs.packed_run0_components(self)
+        elif self.chunked:
+            return super()._components()
+        else:
+            run0 = pairs.run0_components(self.codes, self.spans)
+            used = np.ones(run0.size, dtype=bool)
+        return self._elements_components(run0, used)
 
     def _elements_components(self, run0: np.ndarray, used: np.ndarray) -> tuple:
         """The components' count and each element's, from the component of each

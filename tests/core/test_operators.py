@@ -8,7 +8,7 @@ import scipy.sparse as sp
 import sca
 import sca.operators.gram
 import sca.operators.labels
-import sca.operators.links
+import sca.operators.pairs
 from sca.inputs import membership_factors
 from sca.operators import ChunkedLabelOperator, LabelOperator
 from sca.planted import planted_runs, planted_truth
@@ -187,8 +187,8 @@ def test_components_of_runs_of_many_labels_are_the_sparse_h_ones(monkeypatch, ta
     codes) and are those of the sparse H's cluster graph: three groups that share
     no label in any run, a singleton among them, and labels no element has."""
     if not table:
-        monkeypatch.setattr(sca.operators.links, "TABLE_CELLS_PER_ELEMENT", 0)
-        monkeypatch.setattr(sca.operators.links, "TABLE_MIN_CELLS", 0)
+        monkeypatch.setattr(sca.operators.pairs, "TABLE_CELLS_PER_ELEMENT", 0)
+        monkeypatch.setattr(sca.operators.pairs, "TABLE_MIN_CELLS", 0)
     rng = np.random.default_rng(21)
     group = np.repeat([0, 1, 2], [1500, 1499, 1])
     rng.shuffle(group)
