@@ -136,6 +136,20 @@ def _combined(effect=MIN_EFFECT, above=0.0, larger_only=False):
     return rule
 
 
+def _over_no_structure(effect):
+    """As kept, and the statistic's k where the spectrum says k = 1 and the runs'
+    groups are at least ``effect`` times tighter than the references' cells."""
+
+    def rule(r):
+        kept = reference_k(r["values"], r["spectra"], r["gap"]).k
+        gap = r["gap"]
+        if kept == 1 and gap.k > 1 and gap.effect >= np.log(effect):
+            return gap.k
+        return kept
+
+    return rule
+
+
 RULES = {
     "spectrum alone": lambda r: reference_k(r["values"], r["spectra"]).k,
     "gap statistic alone": lambda r: r["gap"].k,
@@ -145,6 +159,9 @@ RULES = {
     "λ2..λk 1 sd above the mean only": _combined(above=1.0),
     "λ2..λk above the mean only, effect 1.65x": _combined(effect=np.log(1.65)),
     "λ2..λk above the mean only, effect 2.7x": _combined(effect=np.log(2.7)),
+    "as kept, the statistic's k over k = 1 from 3x": _over_no_structure(3.0),
+    "as kept, the statistic's k over k = 1 from 4x": _over_no_structure(4.0),
+    "as kept, the statistic's k over k = 1 from 8x": _over_no_structure(8.0),
 }
 
 

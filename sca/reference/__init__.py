@@ -49,7 +49,11 @@ inside j groups, Sec. 3):
    spectrum sees them: λ2 ... λk all stand above the references' mean, or
    its clearest fall against the references, of at least :data:`MARGIN_Z`
    of their standard deviations, comes after λk (very unequal groups: the
-   references' fine cells are as tight as a group of 15 rows).
+   references' fine cells are as tight as a group of 15 rows).  Where the
+   spectrum sees no structure at all, groups at least four times as tight
+   (:data:`~sca.reference.gap.DECISIVE_EFFECT`) stand on their own: groups
+   along one principal axis have references elongated alike, whose cells
+   k-means cuts as consistently as the groups themselves.
 
 The package: :mod:`~sca.reference.draws` draws the reference data and runs
 them through the ensemble, :mod:`~sca.reference.rule` reads k off the
@@ -75,7 +79,7 @@ from .draws import (
     reference_spectrum,
     run_levels,
 )
-from .gap import MIN_EFFECT, GapStatistic, gap_choice, level_dispersions, levels_of
+from .gap import DECISIVE_EFFECT, MIN_EFFECT, GapStatistic, gap_choice, level_dispersions, levels_of
 from .rule import (
     BEYOND_Z,
     CLIFF_EXCESS,
@@ -105,6 +109,7 @@ __all__ = [
     "MAX_DRAWS",
     "MAX_REFERENCE_N",
     "MIN_DROP_SD",
+    "DECISIVE_EFFECT",
     "MIN_EFFECT",
     "MIN_SD",
     "NEAR",

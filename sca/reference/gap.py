@@ -38,6 +38,14 @@ import numpy as np
 #: at least twice as tight as the references' cells (``log 2``), where corners
 #: of uniform data that Gaussian references lack give about ``log 1.4``.
 MIN_EFFECT = float(np.log(2.0))
+#: Groups at least four times as tight as the references' cells stand against a
+#: spectrum that sees no structure at all: data whose groups lie along one
+#: principal axis have references elongated alike, which k-means cuts as
+#: consistently as the groups (three blobs on a line: λ2 on the references'
+#: mean, the runs' groups 16 times tighter).  No structureless input of
+#: ``scripts/accuracy_gap.py`` comes near (the statistic's k there, where not 1,
+#: at most about 2.3 times tighter).
+DECISIVE_EFFECT = float(np.log(4.0))
 
 
 def levels_of(run_levels) -> np.ndarray:
@@ -110,7 +118,8 @@ def gap_choice(gap: GapStatistic | None, k: int, sees) -> int | None:
     It does where the two differ, the data's groups at the statistic's k
     are at least :data:`MIN_EFFECT` tighter than the references' cells, and
     the spectrum sees that many groups (``sees(k)``), too weakly to count
-    them by its own margin.
+    them by its own margin; or where the spectrum sees no structure (k = 1)
+    and the groups are at least :data:`DECISIVE_EFFECT` tighter.
 
     Parameters
     ----------
@@ -127,4 +136,6 @@ def gap_choice(gap: GapStatistic | None, k: int, sees) -> int | None:
     """
     if gap is None or gap.k < 2 or gap.k == k or gap.effect < MIN_EFFECT:
         return None
+    if k == 1 and gap.effect >= DECISIVE_EFFECT:
+        return gap.k
     return gap.k if sees(gap.k) else None

@@ -130,12 +130,15 @@ def reference_k(eigenvalues, references, gap: GapStatistic | None = None) -> Ref
     k = gap_choice(gap, choice.k, lambda j: j < excess.size and (above(j) or falls(j)))
     if k is None or gap is None:
         return choice
-    seen = (
-        f"λ2 … λ{k} all stand above the references' mean"
-        if above(k)
-        else f"the spectrum falls most after λ{k} ({z_drops[k - 1]:.1f} reference standard "
-        "deviations)"
-    )
+    if above(k):
+        seen = f"λ2 … λ{k} all stand above the references' mean"
+    elif falls(k):
+        seen = (
+            f"the spectrum falls most after λ{k} ({z_drops[k - 1]:.1f} reference standard "
+            "deviations)"
+        )
+    else:  # gap_choice's DECISIVE_EFFECT against a spectrum that sees no structure
+        seen = "so much tighter outweighs a spectrum no higher than the references'"
     note = (
         f"the k-means runs at k = {k} find groups {np.exp(gap.effect):.1f} times tighter than "
         "on reference data without clusters, beyond what k = 1 shows (the gap statistic of "

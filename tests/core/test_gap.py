@@ -7,9 +7,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from sklearn.datasets import make_blobs
+from sklearn.metrics import adjusted_rand_score
 
 import sca
 from sca.reference import (
+    DECISIVE_EFFECT,
     MIN_EFFECT,
     GapStatistic,
     gap_choice,
@@ -48,7 +50,7 @@ def test_the_gap_statistic_takes_the_first_k_its_successor_does_not_beat():
 
 
 def test_the_gap_statistic_replaces_the_spectrum_only_when_both_see_the_groups():
-    gap = GapStatistic(4, 2 * MIN_EFFECT, (1, 2, 3, 4, 5), (0.0, 0.1, 0.2, 1.4, 1.3))
+    gap = GapStatistic(4, 1.5 * MIN_EFFECT, (1, 2, 3, 4, 5), (0.0, 0.1, 0.2, 1.4, 1.3))
     seen = []
     assert gap_choice(gap, 1, lambda j: seen.append(j) or True) == 4 and seen == [4]
     assert gap_choice(gap, 4, lambda j: True) is None  # they agree
@@ -58,11 +60,32 @@ def test_the_gap_statistic_replaces_the_spectrum_only_when_both_see_the_groups()
     assert gap_choice(None, 1, lambda j: True) is None
 
 
+def test_groups_four_times_tighter_outweigh_a_spectrum_that_sees_no_structure():
+    decisive = GapStatistic(3, DECISIVE_EFFECT, (1, 2, 3, 4), (0.0, 0.2, 1.4, 1.2))
+    assert gap_choice(decisive, 1, lambda j: False) == 3
+    assert gap_choice(decisive, 2, lambda j: False) is None  # the spectrum saw 2 groups
+    below = GapStatistic(3, 0.99 * DECISIVE_EFFECT, decisive.levels, decisive.gap)
+    assert gap_choice(below, 1, lambda j: False) is None
+
+
+def test_groups_along_one_axis_are_counted():
+    """Three separated blobs on a line: the references, Gaussian with the data's
+    principal variances, are elongated alike and k-means cuts them as
+    consistently (λ2 on the references' mean); the runs' groups are about 16
+    times tighter than the references' cells."""
+    rng = np.random.default_rng(0)
+    X = np.concatenate([rng.normal(c, 0.5, (40, 2)) for c in (0.0, 6.0, 12.0)])
+    truth = np.repeat([0, 1, 2], 40)
+    model = sca.StochasticClustering(random_state=0).fit(X)
+    assert model.n_clusters_ == 3
+    assert adjusted_rand_score(truth, model.labels_) == 1.0
+
+
 def test_the_spectrum_sees_groups_above_the_references_or_falling_after_them():
     rng = np.random.default_rng(0)
     smooth = np.array([1.0, 0.85, 0.7, 0.58, 0.48, 0.4, 0.33, 0.27, 0.22, 0.18])
     references = (smooth * rng.uniform(0.97, 1.03, (8, smooth.size))).clip(max=1)
-    gap = GapStatistic(4, 2 * MIN_EFFECT, (1, 2, 3, 4, 5), (0.0, 0.5, 1.0, 1.5, 1.5))
+    gap = GapStatistic(4, 1.5 * MIN_EFFECT, (1, 2, 3, 4, 5), (0.0, 0.5, 1.0, 1.5, 1.5))
     shelf = smooth * [1, 1.015, 1.015, 1.015, 1, 1, 1, 1, 1, 1]  # λ2 ... λ4 a little above
     assert reference_k(shelf, references).k == 1
     assert reference_k(shelf, references, gap).k == 4
