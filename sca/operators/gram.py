@@ -18,7 +18,7 @@ import scipy.sparse as sp
 
 from . import threads
 from .eigen import DENSE_SPECTRUM_MAX_N, Eigenvalues
-from .lanczos import BASIS_BYTES, BLOCK, BlockLanczos
+from .lanczos import BLOCK, BlockLanczos, resolvable
 
 #: Largest K for which the K x K Gram matrix of a factored operator is formed.
 GRAM_MAX_K = 2048
@@ -44,6 +44,14 @@ APPLIED_BLOCK = 12
 #: vector's Krylov space reaches an extreme eigenvalue in the fewest products,
 #: each a pass over the packed codes.
 APPLIED_FEW_BLOCK = 1
+
+
+def _krylov_start(perron: np.ndarray, width: int) -> np.ndarray:
+    """A Krylov space's first block: ``perron`` (the eigenvector of λ1, or its
+    image under the factor) and ``width - 1`` fixed random columns."""
+    start = np.random.default_rng(0x5CA).standard_normal((perron.size, width))
+    start[:, 0] = perron
+    return start
 
 
 class GramSpectrum(Eigenvalues):
@@ -177,13 +185,13 @@ class GramSpectrum(Eigenvalues):
         return values[:k_hat]
 
     def _top_eigenvalues(self, k_hat: int, tol: float = 1e-10, few=False, floor=None):
-        """P's ``k_hat`` largest eigenvalues where G is no smaller than P (K >= n - 1):
-        block Lanczos on P itself, its Krylov space kept as k̂ grows (one pass
-        over the labels a block of :data:`APPLIED_BLOCK` columns), as on G where
-        G is the smaller; ARPACK (``eigsh``, restarted for each k̂) for a rough
-        figure (``few``: the null's and the references' edge, read as the
-        references were) and where the basis would outgrow
-        :data:`~sca.operators.lanczos.BASIS_BYTES`."""
+        """P's ``k_hat`` largest eigenvalues where neither G nor its Krylov space
+        answers (K >= n - 1, mostly: G no smaller than P): block Lanczos on P
+        itself, its Krylov space kept as k̂ grows (one pass over the labels a
+        block of :data:`APPLIED_BLOCK` columns), as on G where G is the smaller;
+        ARPACK (``eigsh``, restarted for each k̂) for a rough figure (``few``:
+        the null's and the references' edge, read as the references were) and
+        where the basis would outgrow :data:`~sca.operators.lanczos.BASIS_BYTES`."""
         lanczos = None if few else self._p_lanczos_of(k_hat)
         if lanczos is None:
             return super()._top_eigenvalues(k_hat, tol, few, floor)
@@ -194,12 +202,9 @@ class GramSpectrum(Eigenvalues):
         Perron vector ``1 / sqrt(n)``), or None where ``k_hat`` eigenvalues would
         outgrow its basis."""
         if self._p_lanczos is None:
-            rng = np.random.default_rng(0x5CA)
-            start = rng.standard_normal((self.n, APPLIED_BLOCK))
-            start[:, 0] = 1.0 / np.sqrt(self.n)
+            start = _krylov_start(np.full(self.n, 1.0 / np.sqrt(self.n)), APPLIED_BLOCK)
             self._p_lanczos = BlockLanczos(self.matmat, self.n, start)
-        lanczos = self._p_lanczos
-        return lanczos if k_hat + 2 * lanczos.block <= lanczos.max_dim else None
+        return self._p_lanczos if k_hat <= resolvable(self.n, APPLIED_BLOCK) else None
 
     def _dense_gram_pays(self, k_hat) -> bool:
         """Whether all of G's eigenvalues cost less than Lanczos's ``k_hat``
@@ -269,8 +274,7 @@ class GramSpectrum(Eigenvalues):
         K, n = self.n_clusters, self.n
         if self.gram_cheap and K < n:
             return K
-        order = n if K >= n - 1 else K
-        return max(2, min(order, BASIS_BYTES // (8 * order)) - 2 * APPLIED_BLOCK)
+        return max(2, resolvable(n if K >= n - 1 else K, APPLIED_BLOCK))
 
     def release_spectrum_work(self) -> None:
         """Drop the kept Krylov spaces of G and of P.
@@ -310,11 +314,9 @@ class GramSpectrum(Eigenvalues):
         """The Krylov space of G under ``apply``, made on first use (blocks of
         ``block`` columns, at most :attr:`krylov_block`) and kept."""
         if self._lanczos is None:
-            rng = np.random.default_rng(0x5CA)
             width = self.krylov_block if block is None else min(block, self.krylov_block)
-            start = rng.standard_normal((self.n_clusters, width))
-            start[:, 0] = self.factor_transpose(np.ones(self.n))  # the Perron vector's image
-            self._lanczos = BlockLanczos(apply, self.n_clusters, start)
+            perron = self.factor_transpose(np.ones(self.n))  # the Perron vector's image
+            self._lanczos = BlockLanczos(apply, self.n_clusters, _krylov_start(perron, width))
         return self._lanczos
 
     def gram_product(self, Z: np.ndarray) -> np.ndarray:

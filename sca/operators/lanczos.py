@@ -41,6 +41,18 @@ ROUGH = 1e-4
 _CHECK_GROWTH = 1.2
 
 
+def basis_vectors(size: int, block: int) -> int:
+    """Vectors of order ``size`` the kept basis may hold: as many as
+    :data:`BASIS_BYTES` allow, at least two blocks, at most ``size``."""
+    return min(size, max(2 * block, BASIS_BYTES // (8 * size)))
+
+
+def resolvable(size: int, block: int) -> int:
+    """The most eigenvalues a kept space of blocks of ``block`` columns resolves:
+    its basis less two blocks, for the last of them to converge."""
+    return basis_vectors(size, block) - 2 * block
+
+
 class BlockLanczos:
     """The largest eigenvalues of a symmetric positive semidefinite ``size x size``
     operator by block Lanczos; asking for more continues the same Krylov space.
@@ -69,8 +81,7 @@ class BlockLanczos:
     ):
         self.apply, self.size = apply, size
         self.block = start.shape[1]
-        budget = max(2 * self.block, BASIS_BYTES // (8 * size))
-        self.max_dim = min(size, budget if max_dim is None else max_dim)
+        self.max_dim = basis_vectors(size, self.block) if max_dim is None else min(size, max_dim)
         self.rng = np.random.default_rng(seed)
         self.V = np.empty((size, min(self.max_dim, 8 * self.block)))
         self.T = np.zeros((self.V.shape[1], self.V.shape[1]))
