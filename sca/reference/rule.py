@@ -138,7 +138,7 @@ def reference_k(eigenvalues, references, gap: GapStatistic | None = None) -> Ref
             "deviations)"
         )
     else:  # gap_choice's DECISIVE_EFFECT against a spectrum that sees no structure
-        seen = "so much tighter outweighs a spectrum no higher than the references'"
+        seen = "that outweighs a spectrum no higher than the references'"
     note = (
         f"the k-means runs at k = {k} find groups {np.exp(gap.effect):.1f} times tighter than "
         "on reference data without clusters, beyond what k = 1 shows (the gap statistic of "
