@@ -263,7 +263,12 @@ def evolve(
         else:  # on n-vectors (and from here on, should the K-vectors lose rank)
             space = None
             whole = cols.size == Y.shape[1]
-            Z = P.matmat(Y if whole else Y[:, cols])
+            # Where k-means reads the rows the product may be summed in single
+            # precision: each step re-orthonormalises the block in double, so its
+            # relative error (about 1e-7) enters once and never accumulates, far
+            # below the distances k-means tells apart.  The gap split compares
+            # gaps with GAP_EPS and keeps double.
+            Z = P.matmat(Y if whole else Y[:, cols], single=split == "kmeans")
             norms = _normalise(Z, block)
             if whole:
                 Y = Z

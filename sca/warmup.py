@@ -19,8 +19,10 @@ import time
 
 #: (runs, clusters) of the warm-up jobs: many runs (packed codes, pair counts),
 #: few (the one-column products' wide codes, used once n exceeds their number
-#: of codes), and more labels a run (wider codes).
-SHAPES = ((100, 5), (10, 5), (20, 40))
+#: of codes), more labels a run (wider codes), and as many labels as elements
+#: (no Gram matrix formed: the spectrum's block Lanczos on P, the iteration's
+#: single-precision block products).
+SHAPES = ((100, 5), (10, 5), (20, 40), (100, 100))
 
 _lock = threading.Lock()
 _warmed = False
@@ -44,7 +46,8 @@ def warm(seed: int = 0) -> float:
         start = time.perf_counter()
         rng = np.random.default_rng(seed)
         for runs, k in SHAPES:
-            truth = planted_truth(2 * COMPILED_MIN_ROWS, [1] * k, rng)
+            # as many elements as codes at least, so that the wide codes are read
+            truth = planted_truth(max(2 * COMPILED_MIN_ROWS, runs * k), [1] * k, rng)
             labels = planted_runs(truth, runs, 0.3, rng)
             run_stages(membership_operator(labels), {"seed": seed}, {})
         _warmed = True

@@ -103,7 +103,7 @@ class ConsensusOperator(Eigenvalues, BlockReads):
         raise NotImplementedError
 
     # -- shared behaviour ---------------------------------------------------
-    def matmat(self, X: np.ndarray) -> np.ndarray:
+    def matmat(self, X: np.ndarray, single: bool = False) -> np.ndarray:
         """The product ``(D S D) X``.
 
         P is symmetric, so this is also the row-vector product ``x^T P`` of the
@@ -113,6 +113,11 @@ class ConsensusOperator(Eigenvalues, BlockReads):
         ----------
         X : array_like of shape (n,) or (n, s)
             The vector or the ``s`` columns to multiply.
+        single : bool, default False
+            Whether the product may be summed in single precision where the
+            form's cost is the memory its passes move (the label form's block
+            products over the labels: half the bytes a pass); the result is in
+            double either way, and every other form computes in double.
 
         Returns
         -------

@@ -166,9 +166,10 @@ class ChunkedLabelOperator(LabelOperator):
             return X
         return X * (self.scale if X.ndim == 1 else self.scale[:, None])
 
-    def matmat(self, X):
+    def matmat(self, X, single=False):
         """``(D S D) X``: a Dask array (held on the workers) for a Dask ``X``; for a
-        NumPy ``X``, computed and returned as NumPy."""
+        NumPy ``X``, computed and returned as NumPy (in double: ``single`` is
+        :meth:`ConsensusOperator.matmat`'s)."""
         if not is_dask(X):
             return np.asarray(self.matmat(self.along(X)))
         out = self._scaled_rows(self._right(self._left(self._scaled_rows(self.along(X)))))

@@ -220,9 +220,10 @@ def scatter_block(rows, binoff, X, c0, w, lo, hi, out):
     floats), one pass over the codes for the whole block, read in place from
     the columns of a wider X.  :data:`BLOCK_ROWS` rows at a time, run by run:
     the rows' weighted entries stay in the core's cache, as does each run's
-    part of ``out``, where row by row every code's row is a miss."""
+    part of ``out``, where row by row every code's row is a miss.  In ``out``'s
+    precision (single or double)."""
     g, b = rows.shape[1], out.shape[1]
-    buffer = np.empty((BLOCK_ROWS, b))
+    buffer = np.empty((BLOCK_ROWS, b), out.dtype)
     for start in range(lo, hi, BLOCK_ROWS):
         stop = min(start + BLOCK_ROWS, hi)
         block, xs, ws = rows[start:stop], X[start:stop], w[start:stop]
@@ -243,9 +244,10 @@ def gather_block(rows, binoff, table, c0, w, lo, hi, out):
     """Gathers of ``b`` columns at once from row-major codes ``(m, g)``:
     ``out[i, c0:c0 + b] = w[i] sum_a table[binoff[a] + rows[i, a]]`` (rows of
     ``b`` floats), written in place into the columns of a wider out;
-    :data:`BLOCK_ROWS` rows at a time, run by run, as :func:`scatter_block`."""
+    :data:`BLOCK_ROWS` rows at a time, run by run, as :func:`scatter_block`, in
+    ``table``'s precision."""
     g, b = rows.shape[1], table.shape[1]
-    buffer = np.empty((BLOCK_ROWS, b))
+    buffer = np.empty((BLOCK_ROWS, b), table.dtype)
     for start in range(lo, hi, BLOCK_ROWS):
         stop = min(start + BLOCK_ROWS, hi)
         block, ws = rows[start:stop], w[start:stop]

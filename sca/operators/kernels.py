@@ -314,21 +314,22 @@ def _even_width(s: int, width: int) -> int:
 
 
 def scatter_wide(
-    rows: np.ndarray, binoff: np.ndarray, X: np.ndarray, width: int, weights=None
+    rows: np.ndarray, binoff: np.ndarray, X: np.ndarray, width: int, weights=None, dtype=np.float64
 ) -> np.ndarray:
     """:func:`rmat` of a block ``X`` ``(m, s)``, each row times its weight (none if
     None), from row-major codes ``(m, g)``: one pass over the codes for each
     ``width`` columns, read from X in place (a wider pass's tables, K rows of
     its columns, outgrow the cache), each core counting its rows into its own
-    ``(bins, width)`` table, then summed (compiled only)."""
+    ``(bins, width)`` table, then summed; the tables and the result in ``dtype``
+    (single precision halves the memory a pass moves; compiled only)."""
     X = _float2d(X)
     m, s = X.shape
     w, spans, bins = _weights(weights, m), threads.spans(m), int(binoff[-1])
-    out = np.empty((bins, s))
+    out = np.empty((bins, s), dtype)
     loop = _loops().scatter_block
     width = _even_width(s, width)
     for c in range(0, s, width):
-        tables = [np.zeros((bins, min(width, s - c))) for _ in spans]
+        tables = [np.zeros((bins, min(width, s - c)), dtype) for _ in spans]
         threads.parallel(
             [
                 partial(loop, rows, binoff, X, c, w, lo, hi, table)
@@ -344,8 +345,12 @@ def gather_wide(
 ) -> np.ndarray:
     """:func:`mat` of a block ``table`` ``(bins, s)`` from row-major codes ``(m, g)``,
     each row times its weight (none if None): one pass over the codes for each
-    ``width`` columns, written in place into the ``(m, s)`` result (compiled only)."""
-    table = np.asarray(table, dtype=np.float64).reshape(table.shape[0], -1)
+    ``width`` columns, summed in the table's precision (single or double) and
+    written in place into the ``(m, s)`` result, in double (compiled only)."""
+    table = np.asarray(table)
+    if table.dtype != np.float32:
+        table = table.astype(np.float64, copy=False)
+    table = table.reshape(table.shape[0], -1)
     m, s = rows.shape[0], table.shape[1]
     w, spans = _weights(weights, m), threads.spans(m)
     out = np.empty((m, s))

@@ -253,10 +253,11 @@ class LabelOperator(FactorOperator):
         packing = self.wide if self.wide is not None else self.packing
         return self.spans.size <= BLOCK_MAX_READS * len(packing.groups)
 
-    def _scatter(self, X, weights=None):
-        """``H^T W X`` (W the diagonal of ``weights``) of a block, in passes over the labels."""
+    def _scatter(self, X, weights=None, dtype=np.float64):
+        """``H^T W X`` (W the diagonal of ``weights``) of a block, in passes over the
+        labels, in ``dtype``."""
         out = kernels.scatter_wide(
-            self._rows, self.groups, X.reshape(self.n, -1), PASS_COLUMNS, weights
+            self._rows, self.groups, X.reshape(self.n, -1), PASS_COLUMNS, weights, dtype
         )
         return out.reshape((self.n_clusters,) + X.shape[1:])
 
@@ -268,11 +269,12 @@ class LabelOperator(FactorOperator):
 
     # A block's products weigh each row by D inside their passes over the labels,
     # not in passes of their own over the (n, s) block.
-    def matmat(self, X):
+    def matmat(self, X, single=False):
         X = np.asarray(X, dtype=float)
         if not self._by_block(X):
             return super().matmat(X)
-        return self._gather(self._scatter(X, self.scale), self.scale)
+        dtype = np.float32 if single else np.float64
+        return self._gather(self._scatter(X, self.scale, dtype), self.scale)
 
     def factor_transpose(self, X):
         X = np.asarray(X, dtype=float)

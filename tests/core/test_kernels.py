@@ -174,6 +174,12 @@ def test_block_products_weigh_rows_inside_their_passes(monkeypatch):
             assert np.allclose(L.factor_transpose(X), F.factor_transpose(X), rtol=1e-12)
             assert np.allclose(L.factor(Z), F.factor(Z), rtol=1e-12)
             assert np.allclose(L._left(X), H.T @ X) and np.allclose(L._right(Z), H @ Z)
+            # summed in single precision on request: double's product to single's
+            # rounding, returned in double; the factored form stays in double
+            single, double = L.matmat(X, single=True), F.matmat(X)
+            assert single.dtype == np.float64 and not np.array_equal(single, L.matmat(X))
+            assert np.allclose(single, double, rtol=1e-5, atol=1e-6 * np.abs(double).max())
+            assert np.array_equal(F.matmat(X, single=True), double)
 
 
 def test_gram_and_products_into_place_cut_over_the_cores(monkeypatch):
