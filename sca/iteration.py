@@ -264,10 +264,10 @@ def evolve(
             space = None
             whole = cols.size == Y.shape[1]
             # Where k-means reads the rows the product may be summed in single
-            # precision: each step re-orthonormalises the block in double, so its
-            # relative error (about 1e-7) enters once and never accumulates, far
-            # below the distances k-means tells apart.  The gap split compares
-            # gaps with GAP_EPS and keeps double.
+            # precision: each step re-orthonormalises the block in double, so the
+            # rounding of one step's sums enters once and does not accumulate over
+            # the steps, far below the distances k-means tells apart.  The gap
+            # split compares gaps with GAP_EPS and keeps double.
             Z = P.matmat(Y if whole else Y[:, cols], single=split == "kmeans")
             norms = _normalise(Z, block)
             if whole:
