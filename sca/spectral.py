@@ -97,7 +97,10 @@ class SpectrumResult:
         The number of eigenvalues above their floors, counted from λ1 until
         the first below its floor (None without a floor).
     capped : bool, default False
-        Whether k̂ stopped at its cap with every eigenvalue still above the floor.
+        Whether k̂ stopped at its cap with every eigenvalue still above the floor,
+        or the eigensolver's memory budget ran out before the last eigenvalues
+        were resolved (``P.eigenvalues_short``): either way there may be more
+        clusters than counted.
     notes : tuple of str, default ()
         Plain-words remarks.
     candidates : tuple of int, default ()
@@ -261,7 +264,15 @@ def spectrum(
         null = noise_floor(P.unscaled(), seed)  # the bounds leave k in doubt: the exact floor
         floor = null.floor
     k_signal = None if null is None else null.signal(marked)
-    if capped:
+    if not capped and P.eigenvalues_short:
+        # a lower bound read below the floor may belong to an eigenvalue above it
+        capped = True
+        notes.append(
+            "the eigensolver's memory budget ran out before the last eigenvalues "
+            "computed converged: read as lower bounds, they may hide eigenvalues "
+            "above the noise floor, so there may be more clusters"
+        )
+    elif capped:
         notes.append(
             f"all {values.size} eigenvalues computed lie above the noise floor; "
             "there may be more clusters: raise k_hat"

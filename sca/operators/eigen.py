@@ -104,6 +104,20 @@ class Eigenvalues:
         """
         return 0
 
+    @property
+    def eigenvalues_short(self) -> bool:
+        """Whether a kept Krylov space at its budget left the last eigenvalues unresolved.
+
+        Such values are only lower bounds of the eigenvalues of their rank: an
+        eigenvalue read below a floor may lie above it.
+
+        Returns
+        -------
+        bool
+            False where the form keeps no Krylov space.
+        """
+        return False
+
     def release_spectrum_work(self) -> None:
         """Drop what the spectrum kept to grow k̂ (a Krylov space's basis).
 

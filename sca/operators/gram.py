@@ -276,6 +276,11 @@ class GramSpectrum(Eigenvalues):
             return K
         return max(2, resolvable(n if K >= n - 1 else K, APPLIED_BLOCK))
 
+    @property
+    def eigenvalues_short(self) -> bool:
+        """Whether the kept Krylov space of G or of P came back short at its budget."""
+        return any(s is not None and s.short for s in (self._lanczos, self._p_lanczos))
+
     def release_spectrum_work(self) -> None:
         """Drop the kept Krylov spaces of G and of P.
 

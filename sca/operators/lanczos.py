@@ -89,6 +89,11 @@ class BlockLanczos:
         self.next: np.ndarray | None = self._orthonormal(np.asarray(start, dtype=float))[0]
         self.coupling: np.ndarray | None = None  # B: G V = V T + next B E^T
         self._ritz: tuple | None = None
+        #: Whether the last Ritz values returned (:meth:`ritz_pairs`) came from a
+        #: basis at ``max_dim`` before they were resolved: each is then only a
+        #: lower bound of the eigenvalue of its rank, which may lie above a floor
+        #: the value is below.
+        self.short = False
 
     # -- the space ----------------------------------------------------------
     def _grow(self, columns: int) -> None:
@@ -207,18 +212,29 @@ class BlockLanczos:
         """
         count = min(count, self.size)
         resolved = count if resolved is None else min(resolved, count)
+
+        def resolved_now() -> tuple[np.ndarray, np.ndarray, bool]:
+            theta, residual = self.ritz()
+            theta, residual = theta[:count], residual[:count]
+            scale = max(theta[0], np.finfo(float).tiny)
+            done = residual <= tol * scale
+            if floor is not None:
+                done |= (residual <= ROUGH * scale) & (theta + residual < floor)
+            return theta, residual, bool(np.all(done[:resolved]))
+
         checked = 0
         while True:
             if self.dim >= count + self.block and self.dim >= _CHECK_GROWTH * checked:
                 checked = self.dim
-                theta, residual = self.ritz()
-                theta, residual = theta[:count], residual[:count]
-                scale = max(theta[0], np.finfo(float).tiny)
-                done = residual <= tol * scale
-                if floor is not None:
-                    done |= (residual <= ROUGH * scale) & (theta + residual < floor)
-                if np.all(done[:resolved]):
+                theta, residual, done = resolved_now()
+                if done:
+                    self.short = False
                     return theta, residual
             if not self.extend():
-                theta, residual = self.ritz()
-                return theta[:count], residual[:count]
+                # A space of the whole domain is exact.  One at its budget falls
+                # short where a value is not resolved as the loop asks: a Ritz
+                # value is a lower bound of the eigenvalue of its rank, and a
+                # residual does not bound that eigenvalue from above.
+                theta, residual, done = resolved_now()
+                self.short = self.next is not None and not done
+                return theta, residual

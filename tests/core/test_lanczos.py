@@ -54,6 +54,22 @@ def test_block_lanczos_rough_below_the_floor():
     assert np.all(values[6:] < floor) and np.all(exact[6:8] < floor)
 
 
+def test_block_lanczos_at_its_budget_says_so():
+    """A basis too small to resolve the values asked for returns them as they are,
+    lower bounds that may undercount the eigenvalues above a floor, and says it fell
+    short; the whole space does not."""
+    G = _gram_of_runs(seed=5)
+    exact = np.sort(np.linalg.eigvalsh(G))[::-1]
+    floor = 0.5 * (exact[5] + exact[6])  # six above
+    start = np.random.default_rng(1).standard_normal((G.shape[0], 4))
+    small = BlockLanczos(lambda Z: G @ Z, G.shape[0], start, max_dim=12)
+    values = small.eigenvalues(8, 1e-12, floor)
+    assert small.short and np.sum(values > floor) < 6
+    whole = BlockLanczos(lambda Z: G @ Z, G.shape[0], start)
+    values = whole.eigenvalues(8, 1e-12, floor)
+    assert not whole.short and np.sum(values > floor) == 6
+
+
 def test_block_lanczos_whole_space():
     """A space as large as G itself (K = 20, blocks of 8) returns G's eigenvalues exactly,
     its last block cut short and its rank-deficient blocks refilled."""
@@ -195,6 +211,25 @@ def test_krylov_space_of_p_beyond_its_budget_falls_back_to_arpack(monkeypatch):
     monkeypatch.setattr(sca.operators.lanczos, "BASIS_BYTES", 8 * 1200 * 30)
     assert np.allclose(P.eigenvalues(20), exact[:20], atol=1e-8)
     assert P._p_lanczos.dim == 0  # made, found too small, never extended
+
+
+def test_a_spectrum_its_basis_budget_cut_short_says_so(monkeypatch):
+    """40 blocks with as many labels as elements: where P's Krylov basis holds 60
+    vectors, the values past the first fifty-odd come back unresolved, lower bounds
+    that count too few eigenvalues above the floor; the spectrum says there may be
+    more clusters (``capped``) rather than give its k as found.  Within the default
+    budget: all 40, and no such note."""
+    rng = np.random.default_rng(12)
+    truth = planted_truth(1200, [1] * 40, rng)
+    labels = planted_runs(truth, 100, 0.5, rng, dtype=np.uint8)
+    _as_if_large(monkeypatch)
+    spec, _ = _stages(labels)
+    assert spec.k == 40 and not spec.capped
+    assert not any("memory budget" in note for note in spec.notes)
+    monkeypatch.setattr(sca.operators.lanczos, "BASIS_BYTES", 8 * 1200 * 60)
+    spec, _ = _stages(labels)
+    assert spec.k < 40 and spec.capped
+    assert any("memory budget ran out" in note for note in spec.notes), spec.notes
 
 
 def _as_if_large(monkeypatch):
