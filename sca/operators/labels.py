@@ -254,8 +254,7 @@ class LabelOperator(FactorOperator):
         return self.spans.size <= BLOCK_MAX_READS * len(packing.groups)
 
     def _scatter(self, X, weights=None, dtype=np.float64):
-        """``H^T W X`` (W the diagonal of ``weights``) of a block, in passes over the
-        labels, in ``dtype``."""
+        """``H^T W X`` (W the diagonal of ``weights``) of a block, over the labels, in ``dtype``."""
         out = kernels.scatter_wide(
             self._rows, self.groups, X.reshape(self.n, -1), PASS_COLUMNS, weights, dtype
         )
@@ -267,14 +266,13 @@ class LabelOperator(FactorOperator):
         out = kernels.gather_wide(self._rows, self.groups, Z.reshape(K, -1), PASS_COLUMNS, weights)
         return out.reshape((self.n,) + Z.shape[1:])
 
-    # A block's products weigh each row by D inside their passes over the labels,
-    # not in passes of their own over the (n, s) block.
+    # A block's products weigh each row by D inside their passes, not in passes of their own.
     def matmat(self, X, single=False):
         X = np.asarray(X, dtype=float)
         if not self._by_block(X):
             return super().matmat(X)
-        dtype = np.float32 if single else np.float64
-        return self._gather(self._scatter(X, self.scale, dtype), self.scale)
+        table = self._scatter(X, self.scale, np.float32 if single else np.float64)
+        return self._gather(table, self.scale)
 
     def factor_transpose(self, X):
         X = np.asarray(X, dtype=float)
