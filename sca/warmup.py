@@ -6,7 +6,8 @@ loads each from that cache, and imports what the stages use (scipy's
 eigensolvers, scikit-learn's k-means), on its first job.  :func:`warm` runs a
 small label-run job through every stage, large enough for the compiled loops
 (twice :data:`sca.operators.kernels.COMPILED_MIN_ROWS` rows), for each width of
-label codes the operator packs: a process that calls it before taking work
+label codes the operator packs, and the products of runs with as many
+labels as elements (:data:`MANY_LABELS`): a process that calls it before taking work
 (a Celery worker process, the embedded default's runner, an image build
 with ``sca warm``) gives its first job the speed of the next ones.  With an
 empty disk cache the same call compiles the loops and fills the cache.
@@ -19,10 +20,12 @@ import time
 
 #: (runs, clusters) of the warm-up jobs: many runs (packed codes, pair counts),
 #: few (the one-column products' wide codes, used once n exceeds their number
-#: of codes), more labels a run (wider codes), and as many labels as elements
-#: (no Gram matrix formed: the spectrum's block Lanczos on P, the iteration's
-#: single-precision block products).
-SHAPES = ((100, 5), (10, 5), (20, 40), (100, 100))
+#: of codes), and more labels a run (wider codes).
+SHAPES = ((100, 5), (10, 5), (20, 40))
+#: (runs, clusters) of label runs with as many labels as elements, whose products
+#: alone are taken: their wide codes, and the single-precision block products of
+#: an iteration without a Gram matrix (a whole job of them would double the warm-up).
+MANY_LABELS = (100, 100)
 
 _lock = threading.Lock()
 _warmed = False
@@ -40,15 +43,21 @@ def warm(seed: int = 0) -> float:
 
         from .inputs import membership_operator
         from .operators.kernels import COMPILED_MIN_ROWS
+        from .operators.labels import BLOCK_MIN_COLUMNS
         from .pipeline import run_stages
         from .planted import planted_runs, planted_truth
 
         start = time.perf_counter()
         rng = np.random.default_rng(seed)
         for runs, k in SHAPES:
-            # as many elements as codes at least, so that the wide codes are read
-            truth = planted_truth(max(2 * COMPILED_MIN_ROWS, runs * k), [1] * k, rng)
+            truth = planted_truth(2 * COMPILED_MIN_ROWS, [1] * k, rng)
             labels = planted_runs(truth, runs, 0.3, rng)
             run_stages(membership_operator(labels), {"seed": seed}, {})
+        runs, k = MANY_LABELS
+        truth = planted_truth(runs * k, [1] * k, rng)  # as many elements as codes
+        S = membership_operator(planted_runs(truth, runs, 0.3, rng))
+        S.matmat(np.ones(S.n))  # its wide codes, then a null draw's, packed by run
+        S.null_draw(rng).matmat(np.ones(S.n))
+        S.matmat(np.ones((S.n, BLOCK_MIN_COLUMNS)), single=True)
         _warmed = True
         return time.perf_counter() - start
