@@ -245,11 +245,11 @@ def test_a_thread_that_once_limited_blas_does_not_keep_the_others_from_it(monkey
         _set_blas(max(original))
 
 
-def _set_blas(threads: int) -> None:
-    """BLAS's threads set from this thread, and the control given up again."""
-    OpenBLASController.clear_controlling_thread(force=True)
-    threadpools().select(user_api="blas").limit(limits=threads)
-    OpenBLASController.clear_controlling_thread(force=True)
+def _set_blas(count: int) -> None:
+    """BLAS's threads set from this thread, the control taken and given up as the
+    package's own blocks do."""
+    with sca.operators.threads._blas_control():
+        threadpools().select(user_api="blas").limit(limits=count)
 
 
 def test_large_data_fits_kmeans_centres_on_a_sample(monkeypatch):
