@@ -49,9 +49,11 @@ Perron cluster and the gap rules are :mod:`sca.perron`.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import cast
 
 import numpy as np
 
+from .bounds import CountedBounds, TrialGroups
 from .components import Components
 from .khat import (
     DEFAULT_K_HAT,
@@ -251,10 +253,22 @@ def spectrum(
             )
     floor = None if null is None else null.floor
     parts = None if P.full_spectrum_cheap else Components.of(P)
+    # many eigenvalues above the floor may be counted by bounds (sca.bounds), as
+    # many as k̂ may reach: first where the runs have many labels, else where the
+    # eigensolver's budget, not the spectrum, ended the list
+    trial = TrialGroups(P) if null is not None and k is None and fixed is None else None
+
+    def bounded() -> CountedBounds | None:
+        counted = cast(TrialGroups, trial).count(cast(NoiseFloor, null))
+        return None if counted is None or counted.count > max_k_hat else counted
+
+    counted = None
     lowest = None if null is None else null.floors[-1]
     if parts is not None and parts.count > 1:
         values, capped, budget = split_eigenvalues(P, parts, fixed, lowest, max_k_hat)
         notes.append(components_note(parts))
+    elif trial is not None and trial.many_labels and (counted := bounded()) is not None:
+        values, capped, budget = counted.values, False, None
     else:
         values, capped, budget = grown_eigenvalues(P, fixed, lowest, max_k_hat)
     ones = 1 if parts is None else parts.count
@@ -264,7 +278,16 @@ def spectrum(
         null = noise_floor(P.unscaled(), seed)  # the bounds leave k in doubt: the exact floor
         floor = null.floor
     k_signal = None if null is None else null.signal(marked)
-    if not capped and P.eigenvalues_short:
+    if (
+        counted is None
+        and trial is not None
+        and ((capped and budget is not None) or P.eigenvalues_short)
+    ):
+        counted = bounded()
+    if counted is not None:
+        values, capped, k_signal = counted.values, False, counted.count
+        notes.append(counted.note)
+    elif not capped and P.eigenvalues_short:
         # a lower bound read below the floor may belong to an eigenvalue above it
         capped = True
         notes.append(

@@ -7,7 +7,8 @@ eigensolvers, scikit-learn's k-means), on its first job.  :func:`warm` runs a
 small label-run job through every stage, large enough for the compiled loops
 (twice :data:`sca.operators.kernels.COMPILED_MIN_ROWS` rows), for each width of
 label codes the operator packs, and the products of runs with as many
-labels as elements (:data:`MANY_LABELS`): a process that calls it before taking work
+labels as elements (:data:`MANY_LABELS`) and the groups of a count by bounds
+(:mod:`sca.bounds`): a process that calls it before taking work
 (a Celery worker process, the embedded default's runner, an image build
 with ``sca warm``) gives its first job the speed of the next ones.  With an
 empty disk cache the same call compiles the loops and fills the cache.
@@ -42,7 +43,8 @@ def warm(seed: int = 0) -> float:
         import numpy as np
 
         from .inputs import membership_operator
-        from .operators.kernels import COMPILED_MIN_ROWS
+        from .operators import compiled
+        from .operators.kernels import COMPILED_MIN_ROWS, strong_pair_roots
         from .operators.labels import BLOCK_MIN_COLUMNS
         from .pipeline import run_stages
         from .planted import planted_runs, planted_truth
@@ -59,5 +61,9 @@ def warm(seed: int = 0) -> float:
         S.matmat(np.ones(S.n))  # its wide codes, then a null draw's, packed by run
         S.null_draw(rng).matmat(np.ones(S.n))
         S.matmat(np.ones((S.n, BLOCK_MIN_COLUMNS)), single=True)
+        # the groups of a count by bounds (sca.bounds): their loops on a few elements
+        few = planted_truth(64, [1] * 4, rng)
+        strong_pair_roots(membership_operator(planted_runs(few, 4, 0.3, rng)).H, 2)
+        compiled.merge_forests(np.arange(4), np.arange(4))  # where the rows span the cores
         _warmed = True
         return time.perf_counter() - start

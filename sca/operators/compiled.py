@@ -275,3 +275,59 @@ def put_blocks(G, blocks, rows, cols, mine):
             for j in range(block.shape[1]):
                 G[ri, c[j]] = block[i, j]
                 G[c[j], ri] = block[i, j]
+
+
+@_jit
+def _root(parent, x):
+    """The root of ``x`` in the forest ``parent``, halving the path on the way."""
+    while parent[x] != x:
+        parent[x] = parent[parent[x]]
+        x = parent[x]
+    return x
+
+
+@_jit
+def join_strong_pairs(h_indptr, h_indices, t_indptr, t_indices, lo, hi, least, parent):
+    """Join in the forest ``parent`` each element ``i`` of ``lo:hi`` with every
+    ``j > i`` that shares at least ``least`` of its clusters (H by rows:
+    ``h_*``, by columns: ``t_*``), counting the pairs of each row in a table
+    of n entries and clearing only those it touched."""
+    n = parent.size
+    counts = np.zeros(n, np.int32)
+    touched = np.empty(n, np.int64)
+    for i in range(lo, hi):
+        m = 0
+        for p in range(h_indptr[i], h_indptr[i + 1]):
+            a = h_indices[p]
+            for q in range(t_indptr[a], t_indptr[a + 1]):
+                j = t_indices[q]
+                if j > i:
+                    if counts[j] == 0:
+                        touched[m] = j
+                        m += 1
+                    counts[j] += 1
+        for s in range(m):
+            j = touched[s]
+            if counts[j] >= least:
+                ri, rj = _root(parent, i), _root(parent, j)
+                if ri != rj:
+                    parent[max(ri, rj)] = min(ri, rj)
+            counts[j] = 0
+
+
+@_jit
+def merge_forests(parent, other):
+    """Join in ``parent`` every element with its root in the forest ``other``."""
+    for x in range(other.size):
+        ri, rj = _root(parent, x), _root(parent, _root(other, x))
+        if ri != rj:
+            parent[max(ri, rj)] = min(ri, rj)
+
+
+@_jit
+def roots(parent):
+    """Each element's root in the forest ``parent``."""
+    out = np.empty(parent.size, np.int64)
+    for x in range(parent.size):
+        out[x] = _root(parent, x)
+    return out

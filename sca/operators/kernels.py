@@ -374,3 +374,20 @@ def permuted_columns(codes: np.ndarray, perm: np.ndarray) -> np.ndarray:
         [partial(c.gather_columns, codes, perm, lo, hi, out) for lo, hi in threads.spans(perm.size)]
     )
     return out
+
+
+def strong_pair_roots(H, least: int) -> np.ndarray:
+    """Each element's component among the pairs that share at least ``least``
+    of the clusters of the membership matrix H (``n x K``, sparse): as the root
+    of its tree, one forest a core over its rows, then merged."""
+    rows, cols = H.tocsr(), H.tocsc()
+    loops, spans = _loops(), threads.spans(H.shape[0])
+    pairs = (rows.indptr, rows.indices, cols.indptr, cols.indices)
+    forests = [np.arange(H.shape[0], dtype=np.int64) for _ in spans]
+    join = loops.join_strong_pairs
+    threads.parallel(
+        [partial(join, *pairs, lo, hi, least, f) for (lo, hi), f in zip(spans, forests)]
+    )
+    for other in forests[1:]:
+        loops.merge_forests(forests[0], other)
+    return loops.roots(forests[0])

@@ -5,6 +5,7 @@ import pytest
 from sklearn.metrics import adjusted_rand_score
 
 import sca
+import sca.bounds
 import sca.components
 import sca.operators.eigen
 import sca.operators.gram
@@ -213,20 +214,26 @@ def test_krylov_space_of_p_beyond_its_budget_falls_back_to_arpack(monkeypatch):
     assert P._p_lanczos.dim == 0  # made, found too small, never extended
 
 
-def test_a_spectrum_its_basis_budget_cut_short_says_so(monkeypatch):
+def test_a_spectrum_its_basis_budget_cut_short_says_so_or_counts_by_bounds(monkeypatch):
     """40 blocks with as many labels as elements: where P's Krylov basis holds 60
     vectors, the values past the first fifty-odd come back unresolved, lower bounds
-    that count too few eigenvalues above the floor; the spectrum says there may be
-    more clusters (``capped``) rather than give its k as found.  Within the default
-    budget: all 40, and no such note."""
+    that count too few eigenvalues above the floor.  The count is then settled by
+    bounds (:mod:`sca.bounds`): all 40, said so; where the bounds are not tried, the
+    spectrum says there may be more clusters (``capped``) rather than give its k as
+    found.  Within the default budget: all 40, and neither note."""
     rng = np.random.default_rng(12)
     truth = planted_truth(1200, [1] * 40, rng)
     labels = planted_runs(truth, 100, 0.5, rng, dtype=np.uint8)
     _as_if_large(monkeypatch)
     spec, _ = _stages(labels)
     assert spec.k == 40 and not spec.capped
-    assert not any("memory budget" in note for note in spec.notes)
+    assert not any("memory budget" in note or "bounds" in note for note in spec.notes)
     monkeypatch.setattr(sca.operators.lanczos, "BASIS_BYTES", 8 * 1200 * 60)
+    spec, result = _stages(labels)
+    assert spec.k == 40 and not spec.capped
+    assert any("counted by bounds" in note for note in spec.notes), spec.notes
+    assert adjusted_rand_score(truth, result.labels) > 0.99
+    monkeypatch.setattr(sca.bounds, "MAX_PAIR_WORK", 0)
     spec, _ = _stages(labels)
     assert spec.k < 40 and spec.capped
     assert any("memory budget ran out" in note for note in spec.notes), spec.notes

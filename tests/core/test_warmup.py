@@ -28,6 +28,9 @@ SCRIPT = textwrap.dedent(
     for runs, k, n in ((100, 5, 70_000), (10, 5, 12_000), (30, 12, 9_000), (100, 100, 10_000)):
         labels = planted_runs(planted_truth(n, [1] * k, rng), runs, 0.4, rng)
         sca.run_stages(sca.membership_operator(labels), {"seed": 0}, {})
+    # the groups of a count by bounds (sca.bounds), on the last runs
+    from sca.operators.kernels import strong_pair_roots
+    strong_pair_roots(sca.membership_operator(labels).H, 3)
     print(json.dumps({"warmed": warmed, "after": signatures(), "again": sca.warm(),
                       "first": first}))
     """
@@ -43,4 +46,5 @@ def test_jobs_after_warm_compile_nothing():
     # the byte codes' pair counts and the wide codes' gathers (loops that another
     # loop inlines, or that no stage calls, list no signature of their own)
     assert found["warmed"]["joint_pairs"] and found["warmed"]["mat_wide4"], found
+    assert found["warmed"]["join_strong_pairs"] and found["warmed"]["merge_forests"], found
     assert found["first"] > 0 and found["again"] == 0.0
