@@ -112,6 +112,7 @@ def test_the_sparse_membership_form_counts_as_the_label_form():
     assert count_by_bounds(sca.balance(FactoredOperator(H)).P, null) is None
 
 
+@pytest.mark.slow
 def test_runs_of_many_labels_are_counted_by_bounds_first(monkeypatch):
     """270 blocks of 12 and runs of 270 labels: the spectrum counts k by bounds
     before any eigenvalue (``many_labels``) and says so; the eigenvalues, where the
