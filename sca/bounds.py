@@ -107,10 +107,11 @@ def least_shared(P: FactorOperator) -> int:
     return least
 
 
-def groups_of(P: FactorOperator, least: int) -> np.ndarray:
+def groups_of(P: FactorOperator, least: int, by_cluster=None) -> np.ndarray:
     """Each element's group (``0 ... m-1``) among the components of the pairs
-    sharing at least ``least`` clusters, or ``-1`` for an element alone."""
-    roots = kernels.strong_pair_roots(P.H, least)
+    sharing at least ``least`` clusters, or ``-1`` for an element alone
+    (``by_cluster``: H in CSC form, when the caller holds it)."""
+    roots = kernels.strong_pair_roots(P.H, least, by_cluster)
     _, labels, sizes = np.unique(roots, return_inverse=True, return_counts=True)
     labels = labels.ravel()
     kept = sizes[labels] > 1
@@ -127,21 +128,19 @@ class TrialGroups:
     ----------
     P : ConsensusOperator
         The balanced operator of label runs (``P = F F^T``, ``F = D H``).
+    most : int, optional
+        The largest count to settle (the spectrum's ``max_k_hat``): a count
+        beyond it is left open.
     """
 
-    def __init__(self, P: ConsensusOperator):
-        self.P = P
+    def __init__(self, P: ConsensusOperator, most: int | None = None):
+        self.P, self.most = P, most
+        #: Whether the pairs cost at most :data:`MAX_PAIR_WORK`.
+        self.affordable = pair_work(P) <= MAX_PAIR_WORK
         self._lower: np.ndarray | None = None
         self._upper: float | None = None
         self.least = 0
         self.Q = None
-        #: The last count settled (:meth:`count`), or None.
-        self.counted: CountedBounds | None = None
-
-    @property
-    def affordable(self) -> bool:
-        """Whether the pairs cost at most :data:`MAX_PAIR_WORK`."""
-        return pair_work(self.P) <= MAX_PAIR_WORK
 
     @property
     def many_labels(self) -> bool:
@@ -158,8 +157,9 @@ class TrialGroups:
         (empty where fewer than two groups form)."""
         if self._lower is None:
             P = cast(FactorOperator, self.P)
+            by_cluster = P.H.tocsc()
             self.least = least_shared(P)
-            groups = groups_of(P, self.least)
+            groups = groups_of(P, self.least, by_cluster)
             inside = np.flatnonzero(groups >= 0)
             m = int(groups.max()) + 1
             if m < 2:
@@ -171,7 +171,7 @@ class TrialGroups:
                 shape=(P.n, m),
             )
             scale = np.ones(P.n) if P.scale is None else np.asarray(P.scale, dtype=float)
-            M = sp.csr_array(P.H.T) @ (sp.diags_array(scale) @ self.Q)  # F^T Q: K x m
+            M = by_cluster.T @ (sp.diags_array(scale) @ self.Q)  # F^T Q: K x m
             self._lower = np.sort(np.linalg.eigvalsh((M.T @ M).toarray()))[::-1]
         return self._lower
 
@@ -198,29 +198,24 @@ class TrialGroups:
     def count(self, null: NoiseFloor) -> CountedBounds | None:
         """The number of P's eigenvalues above the floors of ``null``, settled by
         the bounds of this module's description, or None where they leave it open
-        (or the pairs would cost more than :data:`MAX_PAIR_WORK`).
+        (or the pairs would cost more than :data:`MAX_PAIR_WORK`, or the count
+        is past ``most``).
 
         References
         ----------
         .. [1] C. D. Meyer and C. D. Wessell, Stochastic Data Clustering, Sec. 2.2
            (nearly uncoupled P) and Sec. 3 (k̂, the eigenvalues the rule reads).
         """
-        self.counted = self._count(null) if self.affordable else None
-        return self.counted
-
-    def _count(self, null: NoiseFloor) -> CountedBounds | None:
+        if not self.affordable:
+            return None
         lower = self.lower
         m = lower.size
 
         def settled(values) -> bool:
             return null.signal(values) == m and null.settles(values)
 
-        if m < 2 or not settled(np.r_[lower, -np.inf]):
+        if m < 2 or (self.most is not None and m > self.most):
             return None
-        upper = self.upper
-        return CountedBounds(m, lower, upper, self.least) if settled(np.r_[lower, upper]) else None
-
-
-def count_by_bounds(P: ConsensusOperator, null: NoiseFloor) -> CountedBounds | None:
-    """:meth:`TrialGroups.count` of P, for one set of floors."""
-    return TrialGroups(P).count(null)
+        if not settled(np.r_[lower, -np.inf]) or not settled(np.r_[lower, self.upper]):
+            return None
+        return CountedBounds(m, lower, self.upper, self.least)

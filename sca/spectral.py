@@ -49,7 +49,6 @@ Perron cluster and the gap rules are :mod:`sca.perron`.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import cast
 
 import numpy as np
 
@@ -256,18 +255,13 @@ def spectrum(
     # many eigenvalues above the floor may be counted by bounds (sca.bounds), as
     # many as k̂ may reach: first where the runs have many labels, else where the
     # eigensolver's budget, not the spectrum, ended the list
-    trial = TrialGroups(P) if null is not None and k is None and fixed is None else None
-
-    def bounded() -> CountedBounds | None:
-        counted = cast(TrialGroups, trial).count(cast(NoiseFloor, null))
-        return None if counted is None or counted.count > max_k_hat else counted
-
-    counted = None
+    trial = TrialGroups(P, max_k_hat) if null is not None and k is None and fixed is None else None
+    counted: CountedBounds | None = None
     lowest = None if null is None else null.floors[-1]
     if parts is not None and parts.count > 1:
         values, capped, budget = split_eigenvalues(P, parts, fixed, lowest, max_k_hat)
         notes.append(components_note(parts))
-    elif trial is not None and trial.many_labels and (counted := bounded()) is not None:
+    elif trial and null and trial.many_labels and (counted := trial.count(null)) is not None:
         values, capped, budget = counted.values, False, None
     else:
         values, capped, budget = grown_eigenvalues(P, fixed, lowest, max_k_hat)
@@ -278,12 +272,8 @@ def spectrum(
         null = noise_floor(P.unscaled(), seed)  # the bounds leave k in doubt: the exact floor
         floor = null.floor
     k_signal = None if null is None else null.signal(marked)
-    if (
-        counted is None
-        and trial is not None
-        and ((capped and budget is not None) or P.eigenvalues_short)
-    ):
-        counted = bounded()
+    if trial and null and not counted and ((capped and budget is not None) or P.eigenvalues_short):
+        counted = trial.count(null)
     if counted is not None:
         values, capped, k_signal = counted.values, False, counted.count
         notes.append(counted.note)

@@ -6,7 +6,7 @@ from sklearn.metrics import adjusted_rand_score
 
 import sca
 import sca.bounds
-from sca.bounds import count_by_bounds, groups_of, least_shared
+from sca.bounds import TrialGroups, groups_of, least_shared
 from sca.null import noise_floor
 from sca.planted import planted_runs, planted_truth
 
@@ -40,7 +40,7 @@ def test_a_count_by_bounds_is_the_count_of_the_eigenvalues(n, blocks, runs, nois
     S, P = _balanced(planted_runs(truth, runs, noise, rng, dtype=np.uint8))
     null = noise_floor(S, seed)
     exact = _exact_spectrum(P)
-    counted = count_by_bounds(P, null)
+    counted = TrialGroups(P).count(null)
     if noise <= 0.6 and blocks > 1:
         assert counted is not None
     if counted is None:
@@ -59,7 +59,7 @@ def test_random_labels_settle_no_count():
     labels = rng.integers(0, 50, size=(2000, 40)).astype(np.uint8)
     S, P = _balanced(labels)
     assert np.all(groups_of(P, least_shared(P)) == -1)
-    assert count_by_bounds(P, noise_floor(S, 0)) is None
+    assert TrialGroups(P).count(noise_floor(S, 0)) is None
 
 
 def test_the_least_shared_count_is_past_the_null_tail():
@@ -83,9 +83,9 @@ def test_pairs_past_the_work_limit_are_not_counted(monkeypatch):
     truth = planted_truth(1200, [1] * 40, rng)
     S, P = _balanced(planted_runs(truth, 100, 0.5, rng, dtype=np.uint8))
     null = noise_floor(S, 0)
-    assert count_by_bounds(P, null) is not None
+    assert TrialGroups(P).count(null) is not None
     monkeypatch.setattr(sca.bounds, "MAX_PAIR_WORK", sca.bounds.pair_work(P) - 1)
-    assert count_by_bounds(P, null) is None
+    assert TrialGroups(P).count(null) is None
 
 
 def test_the_sparse_membership_form_counts_as_the_label_form():
@@ -98,18 +98,18 @@ def test_the_sparse_membership_form_counts_as_the_label_form():
     labels = planted_runs(truth, 60, 0.5, rng, dtype=np.uint8)
     S, P = _balanced(labels)
     null = noise_floor(S, 0)
-    by_labels = count_by_bounds(P, null)
+    by_labels = TrialGroups(P).count(null)
     groups = np.arange(61) * 40
     H = np.zeros((1200, 60 * 40))
     H[np.arange(1200)[:, None], labels + groups[:-1]] = 1.0
     P_sparse = sca.balance(FactoredOperator(H, groups=groups)).P
-    by_sparse = count_by_bounds(P_sparse, null)
+    by_sparse = TrialGroups(P_sparse).count(null)
     assert by_labels is not None and by_sparse is not None
     assert by_sparse.count == by_labels.count == 40
     assert np.allclose(by_sparse.lower, by_labels.lower) and np.isclose(
         by_sparse.upper, by_labels.upper, rtol=1e-4
     )
-    assert count_by_bounds(sca.balance(FactoredOperator(H)).P, null) is None
+    assert TrialGroups(sca.balance(FactoredOperator(H)).P).count(null) is None
 
 
 @pytest.mark.slow
