@@ -18,11 +18,11 @@ is on the subsample, against the truth, its noise points one cluster.
 
 from __future__ import annotations
 
-import resource
 import statistics
 import time
 
 import numpy as np
+from shared import peak_rss_gib
 
 #: Rows of the peer's subsample: its precomputed distances are PEER_ROWS^2 floats.
 PEER_ROWS = 8000
@@ -34,10 +34,6 @@ AXES_HEADER = (
     "| HDBSCAN wall s | HDBSCAN CPU s | HDBSCAN k | HDBSCAN ARI | target s |\n"
     "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
 )
-
-
-def _peak_rss_gib() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
 
 
 def _timed(fn):
@@ -84,7 +80,7 @@ def one_point(n: int, runs: int, blocks: int, noise: float, seed: int) -> dict:
     truth = planted_truth(n, [1] * blocks, rng)
     dtype = np.uint8 if blocks <= 256 else np.uint16
     labels = planted_runs(truth, runs, noise, rng, dtype=dtype)
-    rss_before = _peak_rss_gib()
+    rss_before = peak_rss_gib()
 
     def stages():
         return sca.run_stages(sca.membership_operator(labels), {"seed": seed})
@@ -96,7 +92,7 @@ def one_point(n: int, runs: int, blocks: int, noise: float, seed: int) -> dict:
         "blocks": blocks,
         "wall": wall,
         "cpu": cpu,
-        "rss_gib": _peak_rss_gib(),
+        "rss_gib": peak_rss_gib(),
         "rss_before_gib": rss_before,
         "k": int(spec.k),
         "ari": float(adjusted_rand_score(truth, result.labels)),

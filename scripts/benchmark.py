@@ -51,7 +51,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import statistics
 import subprocess
 import sys
@@ -63,7 +62,14 @@ from pathlib import Path
 import axes
 import first_job
 import numpy as np
-from shared import PEER_MAX_N, PERFORMANCE_DOC, cpu_seconds, spectral_clustering, write_table
+from shared import (
+    PEER_MAX_N,
+    PERFORMANCE_DOC,
+    cpu_seconds,
+    peak_rss_gib,
+    spectral_clustering,
+    write_table,
+)
 
 #: Above this n the second (tracemalloc) pass and the k rule's separate timing are skipped.
 TRACED_MAX_N = 1_000_000
@@ -73,10 +79,6 @@ RAW_SIZES = ("1000x20", "10000x50", "100000x50")
 RAW_CENTERS = 5
 #: Wall seconds the whole default job should take at each n of ``--raw``.
 RAW_TARGETS = {1_000: 2.0, 10_000: 10.0, 100_000: 90.0}
-
-
-def _peak_rss_gib() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
 
 
 def warm_up(blocks: int, runs: int, seed: int) -> None:
@@ -124,7 +126,7 @@ def one_size(n: int, runs: int, blocks: int, noise: float, seed: int, unequal: b
         "runs": runs,
         "blocks": blocks,
         "unequal": unequal,
-        "rss_before_gib": _peak_rss_gib(),
+        "rss_before_gib": peak_rss_gib(),
     }
     S, balanced, spec, result, times = run_stages(labels, seed)
     peak = None
@@ -146,7 +148,7 @@ def one_size(n: int, runs: int, blocks: int, noise: float, seed: int, unequal: b
         {
             "seconds": {k: round(v, 3) for k, v in times.items()},
             "peak_traced_gib": None if peak is None else round(peak / 2**30, 3),
-            "peak_rss_gib": round(_peak_rss_gib(), 3),
+            "peak_rss_gib": round(peak_rss_gib(), 3),
             "k": spec.k,
             "perron_k": sca.perron_cluster(spec.eigenvalues),
             "balancing_iterations": balanced.iterations,

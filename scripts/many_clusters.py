@@ -18,12 +18,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import subprocess
 import sys
 import time
 
 import numpy as np
+from shared import peak_rss_gib
 
 
 def one(n: int, runs: int, blocks: int, noise: float, seed: int, stages: bool) -> dict:
@@ -51,7 +51,7 @@ def one(n: int, runs: int, blocks: int, noise: float, seed: int, stages: bool) -
     out |= {
         "wall": time.perf_counter() - wall,
         "cpu": time.process_time() - cpu,
-        "rss_gib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20,
+        "rss_gib": peak_rss_gib(),
         "k": int(spec.k),
         "capped": bool(spec.capped),
         "notes": list(spec.notes),

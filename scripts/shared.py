@@ -8,6 +8,7 @@ finds this module.
 from __future__ import annotations
 
 import os
+import resource
 import socket
 import time
 from pathlib import Path
@@ -91,3 +92,8 @@ def _children_cpu(pid: int) -> float:
 def cpu_seconds() -> float:
     """CPU seconds of this process's threads and of its live worker processes."""
     return time.process_time() + _children_cpu(os.getpid())
+
+
+def peak_rss_gib() -> float:
+    """This process's peak resident memory so far, in GiB (Linux reports KiB)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
