@@ -31,6 +31,7 @@ eigenvalues.  Where the groups do not give both bounds nothing changes.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import cast
 
 import numpy as np
@@ -83,12 +84,25 @@ class CountedBounds:
         )
 
 
+def _tried(P: ConsensusOperator) -> bool:
+    """Whether P is a form the bounds are tried on: label runs' clusters in memory."""
+    return (
+        isinstance(P, FactorOperator) and P.groups is not None and not getattr(P, "chunked", False)
+    )
+
+
+def cluster_sizes(P: FactorOperator) -> np.ndarray:
+    """The size of each of H's clusters, ``H^T 1``, by a pass over the labels (H,
+    n r entries, is not formed for it)."""
+    return np.asarray(P.unscaled().factor_transpose(np.ones(P.n)), dtype=float).ravel()
+
+
 def pair_work(P: ConsensusOperator) -> float:
     """Pairs of elements the groups count: ``sum_a n_a^2`` over H's clusters
     (infinite for forms without runs' clusters)."""
-    if not isinstance(P, FactorOperator) or P.groups is None or getattr(P, "chunked", False):
+    if not _tried(P):
         return float("inf")
-    sizes = np.asarray(P.H.sum(axis=0), dtype=float).ravel()
+    sizes = cluster_sizes(cast(FactorOperator, P))
     return float(sizes @ sizes)
 
 
@@ -98,7 +112,7 @@ def least_shared(P: FactorOperator) -> int:
     cluster with probability ``sum_a n_a (n_a - 1) / (n (n - 1))`` each, whose
     sum over the runs is the mean of a (nearly) Poisson count."""
     n = P.n
-    sizes = np.asarray(P.H.sum(axis=0), dtype=float).ravel()
+    sizes = cluster_sizes(P)
     mean = float(sizes @ (sizes - 1)) / (n * (n - 1.0))
     pairs = n * (n - 1) / 2
     least = 2
@@ -135,21 +149,26 @@ class TrialGroups:
 
     def __init__(self, P: ConsensusOperator, most: int | None = None):
         self.P, self.most = P, most
-        #: Whether the pairs cost at most :data:`MAX_PAIR_WORK`.
-        self.affordable = pair_work(P) <= MAX_PAIR_WORK
         self._lower: np.ndarray | None = None
         self._upper: float | None = None
         self.least = 0
         self.Q = None
 
+    @cached_property
+    def affordable(self) -> bool:
+        """Whether the pairs cost at most :data:`MAX_PAIR_WORK` (read only where
+        the bounds would be tried: it takes a pass over the labels)."""
+        return pair_work(self.P) <= MAX_PAIR_WORK
+
     @property
     def many_labels(self) -> bool:
-        """Whether the runs have more than :data:`MANY_LABELS` labels (the median):
-        then the count is tried by bounds before any eigenvalue is computed."""
-        if not self.affordable:
+        """Whether the runs have more than :data:`MANY_LABELS` labels (the median),
+        at an affordable cost: then the count is tried by bounds before any
+        eigenvalue is computed."""
+        if not _tried(self.P):
             return False
         groups = np.asarray(cast(FactorOperator, self.P).groups, dtype=float)
-        return float(np.median(np.diff(groups))) > MANY_LABELS
+        return float(np.median(np.diff(groups))) > MANY_LABELS and self.affordable
 
     @property
     def lower(self) -> np.ndarray:
