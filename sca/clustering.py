@@ -133,14 +133,16 @@ def iterate(
             labels = canonical(components)
             return IterationResult(labels, 0, [(labels, 1.0)])
     rng = np.random.default_rng(seed)
-    X0 = np.column_stack([random_start(n, rng, eps) for _ in range(starts * block)])
+    X0 = np.empty((n, starts * block))  # filled column by column: no second copy
+    for j in range(X0.shape[1]):
+        X0[:, j] = random_start(n, rng, eps)
     if x0 is not None:
         x0 = np.asarray(x0, dtype=float)
         if x0.shape != (n,) or not np.all(np.isfinite(x0)):
             raise SCAError(f"x0 must be a finite vector of length n = {n}", "options.x0")
         X0[:, 0] = x0
     runs, steps, steps_trace, _ = evolve(
-        P, k, X0, block, split, stable, max_iterations, seed=seed, trace=trace
+        P, k, X0, block, split, stable, max_iterations, seed=seed, trace=trace, overwrite_x0=True
     )
     found = [labels for labels in runs if labels is not None]
     if not found:

@@ -45,7 +45,7 @@ from .diagnostics import matching
 from .errors import SCAError
 from .operators import ConsensusOperator, FactorOperator, threads
 from .options import SPLITS, check  # noqa: F401 - SPLITS re-exported
-from .splits import GAP_EPS, KMeansSplit, canonical, gap_split  # noqa: F401 - re-exported
+from .splits import GAP_EPS, KMeansSplit, canonical, gap_split, row_split  # noqa: F401 - re-exported
 
 #: Redraws allowed for a random start within ε of uniform.
 _MAX_REDRAWS = 100
@@ -55,6 +55,8 @@ _MAX_REDRAWS = 100
 #: about ``u cond(Y^T Y)`` (u the unit roundoff; Yamamoto et al., ETNA 44, 2015),
 #: so the condition of the Gram matrix, not a second one, decides.
 ORTHONORMAL_TOL = 1e-12
+#: A product of the iterates larger than this is taken a slice of columns at a time.
+PRODUCT_BYTES = 1 << 27
 
 
 @dataclass
@@ -107,12 +109,13 @@ def random_start(n: int, rng: np.random.Generator, eps: float) -> np.ndarray:
     raise SCAError(f"no random start at least {eps:g} from uniform; lower eps", "options.eps")
 
 
-def _normalise(Z: np.ndarray, b: int) -> np.ndarray:
+def _normalise(Z: np.ndarray, b: int, orthonormal: bool = True) -> np.ndarray:
     """Deflate each column of Z (remove the uniform direction) and orthonormalise
-    each block of b columns, in place; returns the norms after deflation."""
+    each block of b columns (or, without ``orthonormal``, scale each column to
+    unit length), in place; returns the norms after deflation."""
     Z -= Z.mean(axis=0)
-    if b == 1:
-        norms = np.linalg.norm(Z, axis=0)
+    if b == 1 or not orthonormal:
+        norms = np.linalg.norm(Z, axis=0) if b == 1 else np.sqrt(np.einsum("ij,ij->j", Z, Z))
         Z /= np.where(norms > 0, norms, 1.0)
         return norms
     return np.concatenate([_orthonormal(Z[:, s : s + b]) for s in range(0, Z.shape[1], b)])
@@ -192,6 +195,7 @@ def evolve(
     trace: bool = False,
     stop=None,
     deadline: float | None = None,
+    overwrite_x0: bool = False,
 ):
     """Iterate the starts in ``X0`` (``n x starts*block``) until each is stable.
 
@@ -202,16 +206,19 @@ def evolve(
     deflated, normalised iterate at the step where it stopped.  The
     evolution also stops at the first step that ends at or past ``deadline``
     (a :func:`time.monotonic` instant): fewer than ``max_iterations`` steps
-    and unsettled starts tell the caller so.
+    and unsettled starts tell the caller so.  With ``overwrite_x0`` the
+    iterates are kept in X0's memory (a block of a thousand columns is most
+    of a job's).
     """
     n_starts = X0.shape[1] // block
     mean = X0.mean(axis=0)
-    Y = X0 - mean
+    Y = X0 if overwrite_x0 else X0.copy()
+    Y -= mean
     scale = np.ones(X0.shape[1])
     splitters = (
         [(lambda y: gap_split(y.ravel(), k))] * n_starts
         if split == "gaps"
-        else [KMeansSplit(k, seed + s, X0.shape[0]) for s in range(n_starts)]
+        else [row_split(k, seed + s, X0.shape[0]) for s in range(n_starts)]
     )
     previous: list[np.ndarray | None] = [None] * n_starts
     count = [0] * n_starts
@@ -268,14 +275,30 @@ def evolve(
             # rounding of one step's sums enters once and does not accumulate over
             # the steps, far below the distances k-means tells apart.  The gap
             # split compares gaps with GAP_EPS and keeps double.
-            Z = P.matmat(Y if whole else Y[:, cols], single=split == "kmeans")
-            norms = _normalise(Z, block)
+            # a split that reads the rows whatever the basis (sca.splits.PivotSplit
+            # once its pivots hold) spares the n b^2 orthonormalisation
+            orthonormal = not all(getattr(splitters[s], "basis_free", False) for s in active)
             if whole:
-                Y = Z
+                _product_in_place(P, Y, single=split == "kmeans")
+                norms = _normalise(Y, block, orthonormal)
             else:
+                Z = P.matmat(Y[:, cols], single=split == "kmeans")
+                norms = _normalise(Z, block, orthonormal)
                 Y[:, cols] = Z
         scale[cols] *= norms
         t += 1
+
+
+def _product_in_place(P: ConsensusOperator, Y: np.ndarray, single: bool) -> None:
+    """``Y <- P Y``, in slices of :data:`PRODUCT_BYTES` where Y is larger: each
+    column's product needs only that column, and a second block as large as Y
+    would double the iteration's memory."""
+    step = max(1, PRODUCT_BYTES // (Y.shape[0] * Y.itemsize))
+    if step >= Y.shape[1]:
+        Y[:] = P.matmat(Y, single=single)
+        return
+    for s in range(0, Y.shape[1], step):
+        Y[:, s : s + step] = P.matmat(Y[:, s : s + step], single=single)
 
 
 class _FactorSpace:

@@ -4,8 +4,9 @@ Each step of the iteration (:mod:`sca.iteration`) reads a clustering from its
 iterates: :func:`gap_split` cuts the sorted entries of one x_t at its k-1
 largest gaps (the paper's split), :class:`KMeansSplit` clusters the rows of a
 block of b = k-1 iterates with k-means (the default, see :mod:`sca.iteration`),
-and :func:`canonical` numbers the clusters of either by first appearance, so
-that equal partitions are equal arrays.
+:class:`PivotSplit` takes over from k-means where the clusters are many
+(:func:`row_split`), and :func:`canonical` numbers the clusters of any of
+them by first appearance, so that equal partitions are equal arrays.
 """
 
 from __future__ import annotations
@@ -13,8 +14,10 @@ from __future__ import annotations
 from functools import partial
 
 import numpy as np
+import scipy.linalg
 
 from .operators import threads
+from .options import MANY_CENTRES
 from .small_kmeans import SmallKMeans, plusplus_rows, same_partition
 
 #: A cut whose gap is below this fraction of the spread of x_t is not a cut.
@@ -88,6 +91,9 @@ class KMeansSplit:
     one step to the next) and every row is then assigned to its nearest
     centre, so a step costs O(n k b) rather than a full k-means.
     """
+
+    #: Distances between rows depend on the block's basis: it must be orthonormal.
+    basis_free = False
 
     #: Rows of the sample at least ...
     SAMPLE = 4096
@@ -202,3 +208,137 @@ def _predict(model, Y: np.ndarray, lo: int, hi: int, out: np.ndarray) -> None:
     # the context is the calling thread's: each pool thread sets its own
     with config_context(assume_finite=True, skip_parameter_validation=True):
         out[lo:hi] = model.predict(Y[lo:hi])
+
+
+def row_split(k: int, seed: int, n: int):
+    """The split of the rows of a block of ``k - 1`` iterates into k clusters:
+    :class:`KMeansSplit`, or :class:`PivotSplit` beyond :data:`MANY_CENTRES`."""
+    return (KMeansSplit if k <= MANY_CENTRES else PivotSplit)(k, seed, n)
+
+
+class PivotSplit:
+    """The rows of a block split by the rows that column-pivoted QR picks.
+
+    Where P is nearly uncoupled (Sec. 2.2) the block's span approaches that of
+    the k clusters' indicator vectors: with the constant vector, each row of
+    ``[1, Y]`` is nearly its cluster's row of an invertible k x k matrix.
+    Pivoted QR of the rows (as the columns of ``[1, Y]^T``) picks k rows of
+    largest residual, one in each cluster where the rows are near that form,
+    and each row joins the pivot whose coefficient is largest when the row is
+    written in the pivot rows (Damle, Minden & Ying, 2019).  Those coefficients,
+    ``[1, Y] C^-1`` with C the pivot rows, do not depend on the block's basis.
+
+    Unlike k-means with many centres, whose seedings leave a merged and a split
+    cluster here and there and whose fresh fits move a few rows every step,
+    the split is a deterministic function of the rows, so the clustering
+    settles when the iterates do.  The pivots are chosen afresh, from an
+    orthonormal block, at each step until the clustering repeats; from then on
+    the same elements' rows are the pivots while the clustering holds, and the
+    block needs no orthonormal basis (:attr:`basis_free`), only one in which
+    the pivot rows are well conditioned (below :data:`MAX_CONDITION`).
+
+    The pivots come from a sample of :data:`ROWS_PER_CENTRE` rows a cluster;
+    the coefficients are summed in single precision (the rows need telling
+    apart, not every bit).
+
+    References
+    ----------
+    .. [1] A. Damle, V. Minden and L. Ying, Simple, direct and efficient
+       multi-way spectral clustering, Information and Inference 8 (2019),
+       181-203.
+    """
+
+    #: Rows of the sample a cluster: a cluster with none in it cannot be found.
+    ROWS_PER_CENTRE = 20
+    #: Rows a core assigns at a time (their k coefficients in memory).
+    CHUNK = 8192
+    #: How far the pivot rows' condition (1-norm) may grow past its value in an
+    #: orthonormal block before the rows are read no more: single-precision
+    #: coefficients lose about as many more units in the last place.
+    MAX_GROWTH = 1e3
+
+    def __init__(self, k: int, seed: int, n: int):
+        self.k = k
+        rng = np.random.default_rng(seed)
+        size = self.ROWS_PER_CENTRE * k
+        self.sample = np.sort(rng.choice(n, size, replace=False)) if n > size else np.arange(n)
+        self.pivots: np.ndarray | None = None
+        self.previous: np.ndarray | None = None
+        #: Whether the last clustering repeated the one before: the pivots are kept.
+        self.repeated = False
+        #: Whether the next block may come in any basis (not the random start's
+        #: first product, nor once the pivot rows' condition has grown).
+        self.basis_free = False
+        self.condition = 1.0
+
+    def _pivot(self, Y: np.ndarray) -> np.ndarray:
+        """The k sampled elements pivoted QR picks first from the sampled rows of
+        ``[1, Y]``, made orthonormal over the sample (Cholesky QR) so that the
+        choice does not depend on the block's basis."""
+        rows = np.empty((self.sample.size, Y.shape[1] + 1))
+        rows[:, 0] = 1.0 / np.sqrt(Y.shape[0])
+        rows[:, 1:] = Y[self.sample]
+        try:
+            R = np.linalg.cholesky(threads.gram(rows)).T
+            inverse = scipy.linalg.solve_triangular(R, np.eye(R.shape[0]), check_finite=False)
+            rows = threads.matmul(rows, inverse)
+        except np.linalg.LinAlgError:
+            pass  # fewer sampled rows than clusters, or dependent ones: the rows as they are
+        order = scipy.linalg.qr(
+            np.asfortranarray(rows.T, dtype=np.float32),
+            mode="r",
+            pivoting=True,
+            overwrite_a=True,
+            check_finite=False,
+        )[1]
+        return self.sample[order[: self.k]]
+
+    def _coefficients(self, Y: np.ndarray) -> np.ndarray | None:
+        """``C^-1`` for the pivot rows C of ``[1, Y]``, or None where they are
+        singular or their condition has grown past :data:`MAX_GROWTH`."""
+        assert self.pivots is not None
+        C = np.empty((self.k, self.k))
+        C[:, 0] = 1.0 / np.sqrt(Y.shape[0])
+        C[:, 1:] = Y[self.pivots]
+        try:
+            inverse = np.linalg.inv(C)
+        except np.linalg.LinAlgError:
+            return None
+        condition = np.linalg.norm(C, 1) * np.linalg.norm(inverse, 1)
+        if not self.basis_free:  # an orthonormal block: the condition to grow from
+            self.condition = condition
+        growth = condition / self.condition
+        if not np.isfinite(growth) or growth > self.MAX_GROWTH:
+            return None
+        # the block made orthonormal at the next step before the pivot rows
+        # would be too ill conditioned to read (the block's columns draw together)
+        self.basis_free = growth <= 0.1 * self.MAX_GROWTH
+        return inverse
+
+    def __call__(self, Y: np.ndarray) -> np.ndarray | None:
+        Y = Y.reshape(Y.shape[0], -1)
+        if self.pivots is None or not self.repeated:
+            self.pivots = self._pivot(Y)
+        inverse = self._coefficients(Y)
+        if inverse is None:
+            self.previous, self.repeated, self.basis_free = None, False, False
+            return None
+        weights = np.ascontiguousarray(inverse[1:], dtype=np.float32)
+        offset = (inverse[0] / np.sqrt(Y.shape[0])).astype(np.float32)
+        labels = np.empty(Y.shape[0], dtype=np.int64)
+
+        def largest(lo: int, hi: int) -> None:
+            for start in range(lo, hi, self.CHUNK):
+                end = min(hi, start + self.CHUNK)
+                coefficients = np.asarray(Y[start:end], dtype=np.float32) @ weights
+                coefficients += offset
+                labels[start:end] = np.argmax(coefficients, axis=1)
+
+        threads.parallel([partial(largest, lo, hi) for lo, hi in threads.spans(Y.shape[0])])
+        if np.count_nonzero(np.bincount(labels, minlength=self.k)) < self.k:
+            self.previous, self.repeated = None, False
+            return None
+        labels = canonical(labels)
+        self.repeated = self.previous is not None and np.array_equal(labels, self.previous)
+        self.previous = labels
+        return labels

@@ -9,6 +9,9 @@ from typing import Any
 RULES = ("noise", "gap", "perron")
 #: How x_t is split into clusters (:mod:`sca.iteration`).
 SPLITS = ("kmeans", "gaps")
+#: Beyond this many clusters ``split="kmeans"`` splits the rows by pivoted QR
+#: (:class:`sca.splits.PivotSplit`), not k-means.
+MANY_CENTRES = 256
 #: Ensemble algorithms on raw data (:mod:`sca.ensemble`).
 ALGORITHMS = ("kmeans", "nmf", "single")
 #: How raw data's columns are scaled before the ensemble or SNN (:func:`sca.inputs.fit_scaling`).
@@ -197,8 +200,9 @@ CLUSTERING = (
         "split",
         "string",
         "How x_t becomes clusters: `kmeans` (block power iteration on P "
-        "with k-means on the rows) or `gaps` (one vector cut at its k − 1 largest gaps, the "
-        "paper's).",
+        f"with k-means on the rows; beyond {MANY_CENTRES} clusters each row joins the "
+        "row pivoted QR picks that it is most made of) or `gaps` (one vector cut at "
+        "its k − 1 largest gaps, the paper's).",
         default="kmeans",
         choices=SPLITS,
         paper="gaps",
