@@ -231,14 +231,16 @@ class PivotSplit:
     Unlike k-means with many centres, whose seedings leave a merged and a split
     cluster here and there and whose fresh fits move a few rows every step,
     the split is a deterministic function of the rows, so the clustering
-    settles when the iterates do.  The pivots are chosen afresh, from an
-    orthonormal block, at each step until the clustering repeats; from then on
-    the same elements' rows are the pivots while the clustering holds, and the
-    block needs no orthonormal basis (:attr:`basis_free`), only one in which
-    the pivot rows are well conditioned (below :data:`MAX_CONDITION`).
+    settles when the iterates do.  The pivots are chosen afresh at each step
+    until the clustering moves no more than :data:`SETTLED` of the elements;
+    from then on the same elements' rows are the pivots while that holds.  The
+    block needs no orthonormal basis after the first step (:attr:`basis_free`),
+    only one in which the pivot rows' condition has not grown far
+    (:data:`MAX_GROWTH`).
 
-    The pivots come from a sample of :data:`ROWS_PER_CENTRE` rows a cluster;
-    the coefficients are summed in single precision (the rows need telling
+    The pivots come from a sample of :data:`ROWS_PER_CENTRE` rows a cluster,
+    made orthonormal over the sample, so that they too do not depend on the
+    block's basis; the coefficients are summed in single precision (the rows need telling
     apart, not every bit).
 
     References
@@ -255,7 +257,11 @@ class PivotSplit:
     #: How far the pivot rows' condition (1-norm) may grow past its value in an
     #: orthonormal block before the rows are read no more: single-precision
     #: coefficients lose about as many more units in the last place.
-    MAX_GROWTH = 1e3
+    MAX_GROWTH = 1e4
+    #: The share of the elements a clustering may move from the last one and
+    #: keep the pivots: the pivots' clusters no longer change, only a few rows
+    #: between them.
+    SETTLED = 1e-3
 
     def __init__(self, k: int, seed: int, n: int):
         self.k = k
@@ -264,7 +270,8 @@ class PivotSplit:
         self.sample = np.sort(rng.choice(n, size, replace=False)) if n > size else np.arange(n)
         self.pivots: np.ndarray | None = None
         self.previous: np.ndarray | None = None
-        #: Whether the last clustering repeated the one before: the pivots are kept.
+        #: Whether the last clustering moved at most :data:`SETTLED` of the
+        #: elements from the one before: the pivots are kept.
         self.repeated = False
         #: Whether the next block may come in any basis (not the random start's
         #: first product, nor once the pivot rows' condition has grown).
@@ -339,6 +346,19 @@ class PivotSplit:
             self.previous, self.repeated = None, False
             return None
         labels = canonical(labels)
-        self.repeated = self.previous is not None and np.array_equal(labels, self.previous)
+        self.repeated = (
+            self.previous is not None and moved(self.previous, labels) <= self.SETTLED * labels.size
+        )
         self.previous = labels
         return labels
+
+
+def moved(before: np.ndarray, after: np.ndarray) -> int:
+    """The elements ``after`` puts outside the cluster of ``before`` that most of
+    their new cluster came from (0 for the same partition, whatever the names)."""
+    pairs, counts = np.unique(
+        before.astype(np.int64) * (int(after.max()) + 1) + after, return_counts=True
+    )
+    largest = np.zeros(int(after.max()) + 1, dtype=np.int64)
+    np.maximum.at(largest, pairs % (int(after.max()) + 1), counts)
+    return int(after.size - largest.sum())

@@ -98,3 +98,12 @@ def test_a_block_is_multiplied_in_place_by_slices(many_blocks, monkeypatch):
     assert np.array_equal(X0, kept) and not np.shares_memory(iterates, X0)
     *_, iterates = evolve(P, 31, X0, 30, "kmeans", 1, 1, overwrite_x0=True)
     assert np.shares_memory(iterates, X0)
+
+
+def test_moved_counts_elements_not_names():
+    from sca.splits import moved
+
+    before = np.array([0, 0, 0, 1, 1, 2, 2, 2])
+    assert moved(before, np.array([2, 2, 2, 0, 0, 1, 1, 1])) == 0
+    assert moved(before, np.array([0, 0, 1, 1, 1, 2, 2, 2])) == 1
+    assert moved(before, np.zeros(8, dtype=np.int64)) == 5
