@@ -55,8 +55,11 @@ _MAX_REDRAWS = 100
 #: about ``u cond(Y^T Y)`` (u the unit roundoff; Yamamoto et al., ETNA 44, 2015),
 #: so the condition of the Gram matrix, not a second one, decides.
 ORTHONORMAL_TOL = 1e-12
-#: A product of the iterates larger than this is taken a slice of columns at a time.
+#: A product of the iterates larger than this is taken a slice of columns at a
+#: time, into their memory, ...
 PRODUCT_BYTES = 1 << 27
+#: ... of at least this many columns.
+PRODUCT_MIN_COLUMNS = 64
 
 
 @dataclass
@@ -279,7 +282,7 @@ def evolve(
             # once its pivots hold) spares the n b^2 orthonormalisation
             orthonormal = not all(getattr(splitters[s], "basis_free", False) for s in active)
             if whole:
-                _product_in_place(P, Y, single=split == "kmeans")
+                Y = _product(P, Y, single=split == "kmeans")
                 norms = _normalise(Y, block, orthonormal)
             else:
                 Z = P.matmat(Y[:, cols], single=split == "kmeans")
@@ -289,16 +292,19 @@ def evolve(
         t += 1
 
 
-def _product_in_place(P: ConsensusOperator, Y: np.ndarray, single: bool) -> None:
-    """``Y <- P Y``, in slices of :data:`PRODUCT_BYTES` where Y is larger: each
-    column's product needs only that column, and a second block as large as Y
-    would double the iteration's memory."""
-    step = max(1, PRODUCT_BYTES // (Y.shape[0] * Y.itemsize))
+def _product(P: ConsensusOperator, Y: np.ndarray, single: bool) -> np.ndarray:
+    """``P Y``: into Y's own memory, a slice of columns at a time, where Y is
+    larger than :data:`PRODUCT_BYTES` (each column's product needs only that
+    column, and a second block as large as Y would double the iteration's
+    memory); a new array otherwise.  A slice holds at least
+    :data:`PRODUCT_MIN_COLUMNS` columns: the products pass over the labels once
+    for each few dozen columns, so narrower slices would cost more passes."""
+    step = max(PRODUCT_MIN_COLUMNS, PRODUCT_BYTES // (Y.shape[0] * Y.itemsize))
     if step >= Y.shape[1]:
-        Y[:] = P.matmat(Y, single=single)
-        return
+        return P.matmat(Y, single=single)
     for s in range(0, Y.shape[1], step):
         Y[:, s : s + step] = P.matmat(Y[:, s : s + step], single=single)
+    return Y
 
 
 class _FactorSpace:

@@ -80,8 +80,9 @@ def test_the_iteration_settles_on_many_planted_blocks(many_blocks, monkeypatch):
 
 
 def test_a_block_is_multiplied_in_place_by_slices(many_blocks, monkeypatch):
-    """A block larger than PRODUCT_BYTES is multiplied a slice of columns at a
-    time into its own memory, the same products bit for bit, and the random
+    """A block larger than PRODUCT_BYTES is multiplied a slice of at least
+    PRODUCT_MIN_COLUMNS columns at a time into its own memory, the same
+    products bit for bit; a narrower block into a new array; and the random
     start's block is the iterates' memory only when the caller gives it up."""
     import sca.iteration
 
@@ -90,12 +91,17 @@ def test_a_block_is_multiplied_in_place_by_slices(many_blocks, monkeypatch):
     whole = P.matmat(Y, single=True)
     monkeypatch.setattr(sca.iteration, "PRODUCT_BYTES", P.n * 8 * 50)
     sliced = Y.copy()
-    sca.iteration._product_in_place(P, sliced, single=True)
+    assert sca.iteration._product(P, sliced, single=True) is sliced
     assert np.array_equal(sliced, whole)
+    narrow = Y[:, :60].copy()
+    product = sca.iteration._product(P, narrow, single=True)
+    assert product is not narrow and np.array_equal(product, whole[:, :60])
     X0 = Y[:, :30].copy()
     kept = X0.copy()
     *_, iterates = evolve(P, 31, X0, 30, "kmeans", 1, 1)
     assert np.array_equal(X0, kept) and not np.shares_memory(iterates, X0)
+    monkeypatch.setattr(sca.iteration, "PRODUCT_BYTES", P.n * 8 * 10)
+    monkeypatch.setattr(sca.iteration, "PRODUCT_MIN_COLUMNS", 8)
     *_, iterates = evolve(P, 31, X0, 30, "kmeans", 1, 1, overwrite_x0=True)
     assert np.shares_memory(iterates, X0)
 
