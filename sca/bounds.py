@@ -94,7 +94,8 @@ def _tried(P: ConsensusOperator) -> bool:
 def cluster_sizes(P: FactorOperator) -> np.ndarray:
     """The size of each of H's clusters, ``H^T 1``, by a pass over the labels (H,
     n r entries, is not formed for it)."""
-    return np.asarray(P.unscaled().factor_transpose(np.ones(P.n)), dtype=float).ravel()
+    S = cast(FactorOperator, P.unscaled())
+    return np.asarray(S.factor_transpose(np.ones(P.n)), dtype=np.float64).ravel()
 
 
 def pair_work(P: ConsensusOperator) -> float:
