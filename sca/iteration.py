@@ -20,7 +20,10 @@ Two things make this usable in floating point:
 With ``split="kmeans"`` (the default) each start is a block of ``b = k-1``
 vectors iterated together (the column space of ``X_0 P^t``, deflated and
 re-orthonormalised each step so the columns stay independent), and the rows
-of the ``n x b`` block are clustered with k-means.  This is block power
+of the ``n x b`` block are clustered with k-means; beyond
+:data:`~sca.options.MANY_CENTRES` clusters by the rows pivoted QR picks
+(:class:`~sca.splits.PivotSplit`), which read the block in any basis, so
+that after the first step it is only deflated and scaled.  This is block power
 iteration on P with k-means on the rows: run to convergence it is spectral
 clustering with the doubly stochastic normalisation (Zass & Shashua, NIPS
 2006); stopped at the first stable clustering it is power iteration
@@ -279,7 +282,7 @@ def evolve(
             # the steps, far below the distances k-means tells apart.  The gap
             # split compares gaps with GAP_EPS and keeps double.
             # a split that reads the rows whatever the basis (sca.splits.PivotSplit
-            # once its pivots hold) spares the n b^2 orthonormalisation
+            # after its first step) spares the n b^2 orthonormalisation
             orthonormal = not all(getattr(splitters[s], "basis_free", False) for s in active)
             if whole:
                 Y = _product(P, Y, single=split == "kmeans")

@@ -240,8 +240,8 @@ class PivotSplit:
 
     The pivots come from a sample of :data:`ROWS_PER_CENTRE` rows a cluster,
     made orthonormal over the sample, so that they too do not depend on the
-    block's basis; the coefficients are summed in single precision (the rows need telling
-    apart, not every bit).
+    block's basis; the coefficients are summed in single precision (the rows
+    need telling apart, not every bit).
 
     References
     ----------
@@ -276,6 +276,7 @@ class PivotSplit:
         #: Whether the next block may come in any basis (not the random start's
         #: first product, nor once the pivot rows' condition has grown).
         self.basis_free = False
+        #: The pivot rows' condition in the last orthonormal block.
         self.condition = 1.0
 
     def _pivot(self, Y: np.ndarray) -> np.ndarray:
