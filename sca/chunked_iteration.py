@@ -27,14 +27,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from .cholesky_qr import cholesky_qr
 from .diagnostics import overlap_matching
 from .errors import IterationError, SCAError
-from .iteration import (
-    _MAX_REDRAWS,
-    IterationResult,
-    _cholesky_qr,
-    _FactorSpace,
-)
+from .iteration import _MAX_REDRAWS, IterationResult, _FactorSpace
 from .operators.chunked import ChunkedLabelOperator, tree_sum
 from .splits import KMeansSplit
 
@@ -172,7 +168,7 @@ def _orthonormal_chunked(P: ChunkedLabelOperator, Z, block: int):
     for s in range(0, Z.shape[1], block):
         part = Z[:, s : s + block]
         G = gram[s : s + block, s : s + block]
-        R = _cholesky_qr(np.eye(G.shape[0]), G)  # R^-1 with (R^-1)^T G R^-1 = I
+        R = cholesky_qr(np.eye(G.shape[0]), G)  # R^-1 with (R^-1)^T G R^-1 = I
         parts.append(da.linalg.qr(part)[0] if R is None else part @ R)
     return P.hold(da.concatenate(parts, axis=1)), norms
 

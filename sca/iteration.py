@@ -42,8 +42,8 @@ from dataclasses import dataclass, field
 from typing import cast
 
 import numpy as np
-from scipy.linalg import solve_triangular
 
+from .cholesky_qr import cholesky_qr, orthonormal
 from .diagnostics import matching
 from .errors import SCAError
 from .operators import ConsensusOperator, FactorOperator, threads
@@ -52,12 +52,6 @@ from .splits import GAP_EPS, KMeansSplit, canonical, gap_split, row_split  # noq
 
 #: Redraws allowed for a random start within ε of uniform.
 _MAX_REDRAWS = 100
-#: A block whose Gram matrix is within this of the identity after one pass of
-#: Cholesky QR takes no second: k-means reads its rows, and the next step
-#: orthonormalises afresh, so what is left does not accumulate.  One pass leaves
-#: about ``u cond(Y^T Y)`` (u the unit roundoff; Yamamoto et al., ETNA 44, 2015),
-#: so the condition of the Gram matrix, not a second one, decides.
-ORTHONORMAL_TOL = 1e-12
 #: A product of the iterates larger than this is taken a slice of columns at a
 #: time, into their memory, ...
 PRODUCT_BYTES = 1 << 27
@@ -115,65 +109,16 @@ def random_start(n: int, rng: np.random.Generator, eps: float) -> np.ndarray:
     raise SCAError(f"no random start at least {eps:g} from uniform; lower eps", "options.eps")
 
 
-def _normalise(Z: np.ndarray, b: int, orthonormal: bool = True) -> np.ndarray:
+def _normalise(Z: np.ndarray, b: int, orthonormalise: bool = True) -> np.ndarray:
     """Deflate each column of Z (remove the uniform direction) and orthonormalise
-    each block of b columns (or, without ``orthonormal``, scale each column to
+    each block of b columns (or, without ``orthonormalise``, scale each column to
     unit length), in place; returns the norms after deflation."""
     Z -= Z.mean(axis=0)
-    if b == 1 or not orthonormal:
+    if b == 1 or not orthonormalise:
         norms = np.linalg.norm(Z, axis=0) if b == 1 else np.sqrt(np.einsum("ij,ij->j", Z, Z))
         Z /= np.where(norms > 0, norms, 1.0)
         return norms
-    return np.concatenate([_orthonormal(Z[:, s : s + b]) for s in range(0, Z.shape[1], b)])
-
-
-def _orthonormal(Y: np.ndarray) -> np.ndarray:
-    """Y's columns made an orthonormal basis of their span, in place, by Cholesky
-    QR (a small Gram matrix, then ``Y R^-1``; several times faster than
-    Householder QR on a tall block), repeated once where the first pass leaves
-    them further than :data:`ORTHONORMAL_TOL` from orthonormal (the Gram
-    matrix's condition says so beforehand), and by Householder QR where Y is
-    nearly rank-deficient; returns Y's column norms."""
-    gram = threads.gram(Y)
-    norms = np.sqrt(np.maximum(np.diag(gram), 0.0))
-    for _ in range(2):
-        inverse = _inverse_cholesky(gram)
-        if inverse is None:
-            Y[:] = np.linalg.qr(Y)[0]
-            return norms
-        threads.times_triangular(Y, inverse)
-        values = np.linalg.eigvalsh(gram)
-        if values[0] > 0 and np.finfo(float).eps * values[-1] / values[0] <= ORTHONORMAL_TOL:
-            break
-        gram = threads.gram(Y)
-    return norms
-
-
-def _inverse_cholesky(gram: np.ndarray) -> np.ndarray | None:
-    """``R^-1`` for the Cholesky factor ``R^T R = gram``: ``Y R^-1`` has orthonormal
-    columns for ``gram = Y^T Y``; None where gram is not (numerically) positive
-    definite.  The product with the triangular ``R^-1`` is cut over the cores by
-    rows, as a triangular solve is not."""
-    try:
-        R = np.linalg.cholesky(gram).T
-    except np.linalg.LinAlgError:
-        return None
-    inverse = solve_triangular(R, np.eye(R.shape[0]), check_finite=False)
-    return inverse if np.all(np.isfinite(inverse)) else None
-
-
-def _cholesky_qr(Y: np.ndarray, G: np.ndarray) -> np.ndarray | None:
-    """``Y R^-1`` with columns orthonormal in the inner product of G, by Cholesky
-    QR twice; None where Y is (nearly) rank-deficient."""
-    Q = Y
-    try:
-        for _ in range(2):
-            R = np.linalg.cholesky(threads.matmul(Q.T, G) @ Q).T
-            # Q R^-1 as the triangular solve R^T X = Q^T (twice as fast as forming R^-1)
-            Q = solve_triangular(R, Q.T, trans="T").T
-    except np.linalg.LinAlgError:
-        return None
-    return Q if np.all(np.isfinite(Q)) else None
+    return np.concatenate([orthonormal(Z[:, s : s + b]) for s in range(0, Z.shape[1], b)])
 
 
 def check_iteration_options(P, k, starts, stable, max_iterations, split):
@@ -283,13 +228,13 @@ def evolve(
             # split compares gaps with GAP_EPS and keeps double.
             # a split that reads the rows whatever the basis (sca.splits.PivotSplit
             # after its first step) spares the n b^2 orthonormalisation
-            orthonormal = not all(getattr(splitters[s], "basis_free", False) for s in active)
+            basis = not all(getattr(splitters[s], "basis_free", False) for s in active)
             if whole:
                 Y = _product(P, Y, single=split == "kmeans")
-                norms = _normalise(Y, block, orthonormal)
+                norms = _normalise(Y, block, basis)
             else:
                 Z = P.matmat(Y[:, cols], single=split == "kmeans")
-                norms = _normalise(Z, block, orthonormal)
+                norms = _normalise(Z, block, basis)
                 Y[:, cols] = Z
         scale[cols] *= norms
         t += 1
@@ -339,7 +284,7 @@ class _FactorSpace:
         if measure:
             norms = np.sqrt(np.maximum(np.einsum("ij,ij->j", Z, threads.matmul(self.G, Z)), 0.0))
         for s in range(0, Z.shape[1], self.block):
-            part = _cholesky_qr(Z[:, s : s + self.block], self.G)
+            part = cholesky_qr(Z[:, s : s + self.block], self.G)
             if part is None:
                 return None
             Z[:, s : s + self.block] = part

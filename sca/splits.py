@@ -16,6 +16,7 @@ from functools import partial
 import numpy as np
 import scipy.linalg
 
+from .cholesky_qr import orthonormal
 from .operators import threads
 from .options import MANY_CENTRES
 from .small_kmeans import SmallKMeans, plusplus_rows, same_partition
@@ -281,17 +282,12 @@ class PivotSplit:
 
     def _pivot(self, Y: np.ndarray) -> np.ndarray:
         """The k sampled elements pivoted QR picks first from the sampled rows of
-        ``[1, Y]``, made orthonormal over the sample (Cholesky QR) so that the
-        choice does not depend on the block's basis."""
+        ``[1, Y]``, made orthonormal over the sample (:mod:`sca.cholesky_qr`) so
+        that the choice does not depend on the block's basis."""
         rows = np.empty((self.sample.size, Y.shape[1] + 1))
         rows[:, 0] = 1.0 / np.sqrt(Y.shape[0])
         rows[:, 1:] = Y[self.sample]
-        try:
-            R = np.linalg.cholesky(threads.gram(rows)).T
-            inverse = scipy.linalg.solve_triangular(R, np.eye(R.shape[0]), check_finite=False)
-            rows = threads.matmul(rows, inverse)
-        except np.linalg.LinAlgError:
-            pass  # fewer sampled rows than clusters, or dependent ones: the rows as they are
+        orthonormal(rows)
         order = scipy.linalg.qr(
             np.asfortranarray(rows.T, dtype=np.float32),
             mode="r",

@@ -165,7 +165,7 @@ def test_one_pass_of_cholesky_qr_only_where_it_leaves_a_basis(monkeypatch):
     matrix then computed once), two where one would leave the columns further
     than ORTHONORMAL_TOL from orthonormal: the result is a basis either way."""
     import sca.operators.threads
-    from sca.iteration import ORTHONORMAL_TOL, _orthonormal
+    from sca.cholesky_qr import ORTHONORMAL_TOL, orthonormal
 
     calls = []
     gram = sca.operators.threads.gram
@@ -176,7 +176,7 @@ def test_one_pass_of_cholesky_qr_only_where_it_leaves_a_basis(monkeypatch):
     for spread, passes in ((10.0, 1), (1e6, 2)):  # the columns' condition number
         calls.clear()
         Y = U @ np.diag(np.logspace(0, -np.log10(spread), 8)) @ V
-        _orthonormal(Y)
+        orthonormal(Y)
         assert len(calls) == passes
         assert np.max(np.abs(Y.T @ Y - np.eye(8))) <= ORTHONORMAL_TOL
 

@@ -72,8 +72,8 @@ def test_the_iteration_settles_on_many_planted_blocks(many_blocks, monkeypatch):
 
     P, truth = many_blocks
     calls = []
-    orthonormal = sca.iteration._orthonormal
-    monkeypatch.setattr(sca.iteration, "_orthonormal", lambda Y: calls.append(1) or orthonormal(Y))
+    orthonormal = sca.iteration.orthonormal
+    monkeypatch.setattr(sca.iteration, "orthonormal", lambda Y: calls.append(1) or orthonormal(Y))
     result = sca.iterate(P, 300, seed=0)
     assert adjusted_rand_score(truth, result.labels) == 1.0
     assert result.iterations >= 6 and 1 <= len(calls) <= result.iterations - 5
