@@ -125,7 +125,7 @@ def least_shared(P: FactorOperator) -> int:
 def groups_of(P: FactorOperator, least: int, by_cluster=None) -> np.ndarray:
     """Each element's group (``0 ... m-1``) among the components of the pairs
     sharing at least ``least`` clusters, or ``-1`` for an element alone
-    (``by_cluster``: H in CSC form, when the caller holds it)."""
+    (``by_cluster``: ``H^T`` in CSR form, when the caller holds it)."""
     roots = kernels.strong_pair_roots(P.H, least, by_cluster)
     _, labels, sizes = np.unique(roots, return_inverse=True, return_counts=True)
     labels = labels.ravel()
@@ -177,7 +177,7 @@ class TrialGroups:
         (empty where fewer than two groups form)."""
         if self._lower is None:
             P = cast(FactorOperator, self.P)
-            by_cluster = P.H.tocsc()
+            by_cluster = P.H_by_cluster
             self.least = least_shared(P)
             groups = groups_of(P, self.least, by_cluster)
             inside = np.flatnonzero(groups >= 0)
@@ -191,7 +191,7 @@ class TrialGroups:
                 shape=(P.n, m),
             )
             scale = np.ones(P.n) if P.scale is None else np.asarray(P.scale, dtype=float)
-            M = by_cluster.T @ (sp.diags_array(scale) @ self.Q)  # F^T Q: K x m
+            M = by_cluster @ (sp.diags_array(scale) @ self.Q)  # F^T Q: K x m
             self._lower = np.sort(np.linalg.eigvalsh((M.T @ M).toarray()))[::-1]
         return self._lower
 

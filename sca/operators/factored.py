@@ -112,6 +112,12 @@ class FactorOperator(GramSpectrum, ConsensusOperator):
         return Y
 
     @property
+    def H_by_cluster(self):
+        """``H^T`` as a CSR array (``K x n``): each cluster's elements, the arrays
+        of H's CSC form."""
+        return self.H.T.tocsr()
+
+    @property
     def small_k(self) -> bool:
         """Whether K is small beside n (:data:`SMALL_K_RATIO`)."""
         return SMALL_K_RATIO * self.n_clusters <= self.n

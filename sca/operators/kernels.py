@@ -379,11 +379,11 @@ def permuted_columns(codes: np.ndarray, perm: np.ndarray) -> np.ndarray:
 def strong_pair_roots(H, least: int, by_cluster=None) -> np.ndarray:
     """Each element's component among the pairs that share at least ``least``
     of the clusters of the membership matrix H (``n x K``, sparse; ``by_cluster``
-    its CSC form, when the caller holds it): as the root of its tree, one forest
-    a core over its rows, then merged.  The pairs are joined as they are counted
+    ``H^T`` in CSR form, when the caller holds it): as the root of its tree, one
+    forest a core over its rows, then merged.  The pairs are joined as they are counted
     rather than listed for scipy's ``connected_components``: blocks of s elements
     have about n s / 2 of them (10^7 edges at n = 10^5, s = 200)."""
-    rows, cols = H.tocsr(), (H.tocsc() if by_cluster is None else by_cluster)
+    rows, cols = H.tocsr(), (H.T.tocsr() if by_cluster is None else by_cluster)
     loops, spans = _loops(), threads.spans(H.shape[0])
     pairs = (rows.indptr, rows.indices, cols.indptr, cols.indices)
     forests = [np.arange(H.shape[0], dtype=np.int64) for _ in spans]

@@ -219,6 +219,11 @@ class LabelOperator(FactorOperator):
         return self._membership[0]
 
     @property
+    def H_by_cluster(self):
+        """``H^T`` as a CSR array, built with H and kept beside it."""
+        return self._membership[1]
+
+    @property
     def _membership(self) -> tuple:
         """``H`` and ``H^T`` as CSR arrays, built once for every scaling of these labels."""
         if self._packings.membership is None:
