@@ -113,8 +113,10 @@ class FactorOperator(GramSpectrum, ConsensusOperator):
 
     @property
     def H_by_cluster(self):
-        """``H^T`` as a CSR array (``K x n``): each cluster's elements, the arrays
-        of H's CSC form."""
+        """``H^T`` as a CSR array (``K x n``): each cluster's elements.
+
+        Its arrays are those of H's CSC form.
+        """
         return self.H.T.tocsr()
 
     @property
