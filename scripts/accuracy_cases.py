@@ -50,14 +50,16 @@ def separated_centers(k: int, d: int, seed: int, min_distance: float = 10.0) -> 
 
 def structureless(seed: int):
     """Rows without clusters: uniform in a square, Gaussian, and Gaussian of the
-    shape of expression data (few rows, many columns); and a small square and
-    a small Gaussian, as few rows as a clinic's cohort."""
+    shape of expression data (few rows, many columns); a small square and a
+    small Gaussian, as few rows as a clinic's cohort; and lognormal expression
+    whose genes move together in modules (:func:`gene_modules`)."""
     rng = np.random.default_rng(seed)
     yield "uniform 2-D n=500", rng.uniform(size=(500, 2))
     yield "Gaussian 10-D n=500", rng.standard_normal((500, 10))
     yield "Gaussian 200 x 1000", rng.standard_normal((200, 1000))
     yield "uniform 2-D n=60", rng.uniform(size=(60, 2))
     yield "Gaussian 2-D n=100", rng.standard_normal((100, 2))
+    yield "gene modules 60 x 2000", gene_modules(seed)
 
 
 def weak(seed: int):
@@ -75,6 +77,44 @@ def planted(k: int, seed: int):
     d = 2 if k <= 5 else 10 if k <= 12 else 20
     centers = separated_centers(k, d, seed)
     return datasets.make_blobs(n, centers=centers, cluster_std=1.0, random_state=seed)
+
+
+#: Groups, rows a group, columns and marker columns a group of the expression-shaped case.
+EXPRESSION_SHAPE = (3, 20, 2000, 60)
+
+
+def log_expression(rng: np.random.Generator, n: int, genes: int) -> np.ndarray:
+    """Log-expression without groups: each gene at its own level and noise."""
+    level = rng.normal(5.0, 2.0, genes)
+    noise = rng.gamma(2.0, 0.25, genes)
+    return level + rng.standard_normal((n, genes)) * noise
+
+
+def gene_modules(seed: int, n: int = 60, genes: int = 2000, modules: int = 5) -> np.ndarray:
+    """Expression without groups of rows but with correlated genes: each of
+    ``modules`` sets of 100 genes follows a Gaussian factor of the rows (one
+    standard deviation on the log scale), so the columns are far from
+    independent while the rows form one Gaussian cloud."""
+    rng = np.random.default_rng([seed, 0x6E])
+    L = log_expression(rng, n, genes)
+    factors = rng.standard_normal((n, modules))
+    for m in range(modules):
+        L[:, m * 100 : (m + 1) * 100] += factors[:, [m]]
+    return np.exp(L)
+
+
+def expression(seed: int):
+    """Planted groups of the shape of expression data: 60 rows (patients) and
+    2,000 lognormal columns (genes), each gene at its own level and noise, and
+    in each of 3 groups of 20 rows 60 marker genes raised by e (1 on the log
+    scale, about two of the genes' median standard deviations)."""
+    groups, per, genes, markers = EXPRESSION_SHAPE
+    rng = np.random.default_rng([seed, 0xE5])
+    y = np.repeat(np.arange(groups), per)
+    L = log_expression(rng, y.size, genes)
+    for g in range(groups):
+        L[np.ix_(y == g, rng.choice(genes, markers, replace=False))] += 1.0
+    return np.exp(L), y
 
 
 #: (k, n) of the small planted cases: groups of 15 and 20 rows, as Ruspini's.
@@ -150,6 +190,7 @@ def raw_cases(quick: bool = True, seeds: int = 3):
             yield PLANTED, f"{k} blobs n={X.shape[0]} d={X.shape[1]}", seed, X, y
         for k, n in SMALL_PLANTED:
             yield (PLANTED, f"{k} blobs n={n} d=2", seed, *small_planted(k, n, seed))
+        yield (PLANTED, "3 groups 60 x 2000 lognormal", seed, *expression(seed))
         sizes = ",".join(map(str, UNEQUAL_SIZES))
         yield (UNEQUAL, f"blobs {sizes}", seed, *unequal(seed))
         for name, X, y in shapes(seed):

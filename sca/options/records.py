@@ -164,7 +164,9 @@ CLUSTERING = (
         "How raw data's columns are scaled before the ensemble or SNN: `standard` (each "
         "column centred and divided by its standard deviation; constant columns are only "
         "centred; with NMF in the ensemble only divided, as NMF needs nonnegative data) or "
-        "`none` (as given, in its units).  New elements are scaled as the job's data was.  "
+        "`none` (as given, in its units: a column's spread is its weight, as where genes of "
+        "large spread carry the groups, e.g. the paper's NMF runs on leukemia).  New "
+        "elements are scaled as the job's data was.  "
         "Not used with consensus or labels.",
         default="standard",
         choices=SCALINGS,

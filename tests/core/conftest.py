@@ -1,3 +1,4 @@
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -16,11 +17,22 @@ from tests.conftest import (  # noqa: F401
     BASEBALL_TEAMS,
     DATA,
     LEUKEMIA_PAPER,
+    ROOT,
     load_csv,
 )
 from tests.conftest import BASEBALL_S as _BASEBALL_S
 
 BASEBALL_S = np.array(_BASEBALL_S, dtype=float)
+
+
+@pytest.fixture
+def accuracy_cases(monkeypatch):
+    """scripts/accuracy_cases.py as a module (it imports its folder's ``shared``)."""
+    monkeypatch.syspath_prepend(str(ROOT / "scripts"))
+    import accuracy_cases
+
+    yield accuracy_cases
+    sys.modules.pop("accuracy_cases", None)
 
 
 def pytest_collection_modifyitems(config, items):

@@ -3,14 +3,12 @@ script's raw-data cases read them (scripts/accuracy_cases.py)."""
 
 from __future__ import annotations
 
-import sys
-
 import numpy as np
 import pytest
 from sklearn.cluster import AgglomerativeClustering
 from sklearn.metrics import adjusted_rand_score
 
-from ..conftest import DATA, ROOT, load_csv
+from ..conftest import DATA, load_csv
 
 #: Folder: (rows, columns, elements per label).
 SHAPES = {
@@ -44,16 +42,6 @@ def test_ruspini_labels_are_the_four_groups_every_linkage_finds():
     for linkage in ("single", "average", "ward"):
         found = AgglomerativeClustering(4, linkage=linkage).fit_predict(X)
         assert adjusted_rand_score(labels, found) == 1.0
-
-
-@pytest.fixture
-def accuracy_cases(monkeypatch):
-    """scripts/accuracy_cases.py as a module (it imports its folder's ``shared``)."""
-    monkeypatch.syspath_prepend(str(ROOT / "scripts"))
-    import accuracy_cases
-
-    yield accuracy_cases
-    sys.modules.pop("accuracy_cases", None)
 
 
 def test_the_accuracy_cases_read_every_real_set_of_data(accuracy_cases):

@@ -58,6 +58,25 @@ def test_data_without_clusters_is_one_cluster(name):
 
 
 @pytest.mark.slow
+def test_expression_with_gene_modules_but_no_groups_is_one_cluster(accuracy_cases):
+    """Genes that move together are not groups of patients: the references keep
+    the columns' correlations, so k = 1 (a null that permutes each column
+    alone would see structure here)."""
+    result = sca.cluster(data=accuracy_cases.gene_modules(seed=0))
+    assert result["k"] == 1
+    assert result["structure"] is False
+
+
+@pytest.mark.slow
+def test_groups_of_patients_show_in_expression_shaped_data(accuracy_cases):
+    """Three groups of 20 rows over 2,000 lognormal genes, 60 marker genes each."""
+    X, truth = accuracy_cases.expression(seed=0)
+    result = sca.cluster(data=X)
+    assert result["k"] == 3
+    assert adjusted_rand_score(truth, result["labels"]) == 1.0
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize("groups", [2, 5, 12])
 def test_planted_groups_are_all_found(groups):
     X, truth = _blobs([60] * groups, d=10, seed=groups)
