@@ -10,10 +10,11 @@ the client holds only K-sized arrays and a sample:
   a step is ``G Z``), or, where the Gram matrix is not at hand, products
   (held on the workers) orthonormalised by Cholesky QR of their ``b x b``
   Gram matrices;
-* the k-means centres fitted on the same fixed sample of
-  :meth:`~sca.splits.KMeansSplit.sample_size` rows as in memory, whose rows of
-  ``DH`` are gathered once, and every element assigned to its nearest
-  centre in a map over the row blocks;
+* the k-means centres (beyond :data:`~sca.options.MANY_CENTRES` clusters,
+  the pivot rows of :class:`~sca.splits.PivotSplit`) fitted on a fixed
+  sample of as many rows as in memory, whose rows of ``DH`` are gathered
+  once, and every element assigned to its nearest centre (its pivot) in a
+  map over the row blocks;
 * whether a step's clustering is the previous one from the ``k x k`` table of
   their joint counts, summed over the blocks: the same partition when it
   has exactly k nonzero cells (every cluster non-empty).
@@ -32,7 +33,16 @@ from .diagnostics import overlap_matching
 from .errors import IterationError, SCAError
 from .iteration import _MAX_REDRAWS, IterationResult, _FactorSpace
 from .operators.chunked import ChunkedLabelOperator, tree_sum
-from .splits import KMeansSplit
+from .options import MANY_CENTRES
+from .splits import (
+    KMeansSplit,
+    PivotSplit,
+    moved_in,
+    pivot_inverse,
+    pivot_labels,
+    pivot_positions,
+    pivot_weights,
+)
 
 
 def _dask():
@@ -113,18 +123,46 @@ def canonical_chunked(labels, k: int):
 
 
 class _Split:
-    """One start's k-means split: centres from the sample, assignment in a map."""
+    """One start's split (as :func:`sca.splits.row_split`): k-means centres
+    fitted on the sample, or beyond :data:`~sca.options.MANY_CENTRES` clusters
+    pivots chosen from it (:class:`~sca.splits.PivotSplit`, kept while a step
+    moves at most its ``SETTLED`` share of the elements); every element
+    assigned in a map over the row blocks."""
 
-    def __init__(self, k: int, seed: int):
-        self.k = k
-        self.kmeans = KMeansSplit(k, seed, 1)  # its sample: the rows given to each call
+    def __init__(self, k: int, seed: int, n: int):
+        self.k, self.n = k, n
+        # k-means' sample: the rows given to each call
+        self.kmeans = KMeansSplit(k, seed, 1) if k <= MANY_CENTRES else None
+        self.positions: np.ndarray | None = None
+        self.repeated = False
         self.labels = None
+
+    @staticmethod
+    def sample_size(k: int) -> int:
+        """Rows of the sample the split of k clusters is fitted on."""
+        return (KMeansSplit if k <= MANY_CENTRES else PivotSplit).sample_size(k)
+
+    def _assign(self, Y, rows: np.ndarray):
+        """The labels of this step as a Dask array (None where the pivot rows are singular)."""
+        if self.kmeans is not None:
+            model = self.kmeans.fit(rows)
+            return Y.map_blocks(_assign, model, drop_axis=1, dtype=np.int32)
+        if self.positions is None or not self.repeated:
+            self.positions = pivot_positions(rows, self.n, self.k)
+        found = pivot_inverse(rows[self.positions], self.n)
+        if found is None:
+            return None
+        weights, offset = pivot_weights(found[0], self.n)
+        return Y.map_blocks(pivot_labels, weights, offset, drop_axis=1, dtype=np.int64)
 
     def __call__(self, Y, sample_rows: np.ndarray) -> bool | None:
         """Cluster the rows of ``Y`` (Dask, ``n x b``): None when a cluster is
         empty, else whether the partition is the previous step's."""
-        model = self.kmeans.fit(sample_rows)
-        labels = Y.map_blocks(_assign, model, drop_axis=1, dtype=np.int32).persist()
+        labels = self._assign(Y, sample_rows)
+        if labels is None:
+            self.labels, self.repeated = None, False
+            return None
+        labels = labels.persist()
         previous = self.labels
         if previous is None:
             table = blocks_sum(lambda a: _joint(a, None, self.k), [labels])
@@ -134,8 +172,9 @@ class _Split:
             sizes = table.sum(axis=0)
         self.labels = labels
         if np.count_nonzero(sizes) < self.k:
-            self.labels = None
+            self.labels, self.repeated = None, False
             return None
+        self.repeated = previous is not None and moved_in(table) <= PivotSplit.SETTLED * self.n
         return previous is not None and np.count_nonzero(table) == self.k
 
 
@@ -189,8 +228,8 @@ def iterate_chunked(
     if k == 1:
         labels = da.zeros(P.n, chunks=(P.rows,), dtype=np.int64)
         return IterationResult(labels, 0, [(labels, 1.0)])
-    sample = sample_rows(P.n, KMeansSplit.sample_size(k), np.random.default_rng(seed))
-    splits = [_Split(k, seed + s) for s in range(starts)]
+    sample = sample_rows(P.n, _Split.sample_size(k), np.random.default_rng(seed))
+    splits = [_Split(k, seed + s, P.n) for s in range(starts)]
     Y = random_starts(P, seed, starts * block, eps)
     Y = P.hold(Y - Y.mean(axis=0))
     gram = P.factor_gram()

@@ -264,10 +264,15 @@ class PivotSplit:
     #: between them.
     SETTLED = 1e-3
 
+    @classmethod
+    def sample_size(cls, k: int) -> int:
+        """Rows of the sample the pivots of k clusters are chosen from."""
+        return cls.ROWS_PER_CENTRE * int(k)
+
     def __init__(self, k: int, seed: int, n: int):
         self.k = k
         rng = np.random.default_rng(seed)
-        size = self.ROWS_PER_CENTRE * k
+        size = self.sample_size(k)
         self.sample = np.sort(rng.choice(n, size, replace=False)) if n > size else np.arange(n)
         self.pivots: np.ndarray | None = None
         self.previous: np.ndarray | None = None
@@ -280,35 +285,14 @@ class PivotSplit:
         #: The pivot rows' condition in the last orthonormal block.
         self.condition = 1.0
 
-    def _pivot(self, Y: np.ndarray) -> np.ndarray:
-        """The k sampled elements pivoted QR picks first from the sampled rows of
-        ``[1, Y]``, made orthonormal over the sample (:mod:`sca.cholesky_qr`) so
-        that the choice does not depend on the block's basis."""
-        rows = np.empty((self.sample.size, Y.shape[1] + 1))
-        rows[:, 0] = 1.0 / np.sqrt(Y.shape[0])
-        rows[:, 1:] = Y[self.sample]
-        orthonormal(rows)
-        order = scipy.linalg.qr(
-            np.asfortranarray(rows.T, dtype=np.float32),
-            mode="r",
-            pivoting=True,
-            overwrite_a=True,
-            check_finite=False,
-        )[1]
-        return self.sample[order[: self.k]]
-
     def _coefficients(self, Y: np.ndarray) -> np.ndarray | None:
         """``C^-1`` for the pivot rows C of ``[1, Y]``, or None where they are
         singular or their condition has grown past :data:`MAX_GROWTH`."""
         assert self.pivots is not None
-        C = np.empty((self.k, self.k))
-        C[:, 0] = 1.0 / np.sqrt(Y.shape[0])
-        C[:, 1:] = Y[self.pivots]
-        try:
-            inverse = np.linalg.inv(C)
-        except np.linalg.LinAlgError:
+        found = pivot_inverse(Y[self.pivots], Y.shape[0])
+        if found is None:
             return None
-        condition = np.linalg.norm(C, 1) * np.linalg.norm(inverse, 1)
+        inverse, condition = found
         if not self.basis_free:  # an orthonormal block: the condition to grow from
             self.condition = condition
         growth = condition / self.condition
@@ -322,23 +306,19 @@ class PivotSplit:
     def __call__(self, Y: np.ndarray) -> np.ndarray | None:
         Y = Y.reshape(Y.shape[0], -1)
         if self.pivots is None or not self.repeated:
-            self.pivots = self._pivot(Y)
+            self.pivots = self.sample[pivot_positions(Y[self.sample], Y.shape[0], self.k)]
         inverse = self._coefficients(Y)
         if inverse is None:
             self.previous, self.repeated, self.basis_free = None, False, False
             return None
-        weights = np.ascontiguousarray(inverse[1:], dtype=np.float32)
-        offset = (inverse[0] / np.sqrt(Y.shape[0])).astype(np.float32)
+        weights, offset = pivot_weights(inverse, Y.shape[0])
         labels = np.empty(Y.shape[0], dtype=np.int64)
-
-        def largest(lo: int, hi: int) -> None:
-            for start in range(lo, hi, self.CHUNK):
-                end = min(hi, start + self.CHUNK)
-                coefficients = np.asarray(Y[start:end], dtype=np.float32) @ weights
-                coefficients += offset
-                labels[start:end] = np.argmax(coefficients, axis=1)
-
-        threads.parallel([partial(largest, lo, hi) for lo, hi in threads.spans(Y.shape[0])])
+        threads.parallel(
+            [
+                partial(pivot_labels, Y[lo:hi], weights, offset, labels[lo:hi])
+                for lo, hi in threads.spans(Y.shape[0])
+            ]
+        )
         if np.count_nonzero(np.bincount(labels, minlength=self.k)) < self.k:
             self.previous, self.repeated = None, False
             return None
@@ -350,12 +330,70 @@ class PivotSplit:
         return labels
 
 
+def pivot_positions(rows: np.ndarray, n: int, k: int) -> np.ndarray:
+    """The positions among ``rows`` (sampled rows of a block of n rows) of the k
+    rows pivoted QR picks first from ``[1, rows]``, made orthonormal over the
+    sample (:mod:`sca.cholesky_qr`) so that the choice does not depend on the
+    block's basis (:class:`PivotSplit`)."""
+    ones = np.empty((rows.shape[0], rows.shape[1] + 1))
+    ones[:, 0] = 1.0 / np.sqrt(n)
+    ones[:, 1:] = rows
+    orthonormal(ones)
+    order = scipy.linalg.qr(
+        np.asfortranarray(ones.T, dtype=np.float32),
+        mode="r",
+        pivoting=True,
+        overwrite_a=True,
+        check_finite=False,
+    )[1]
+    return order[:k]
+
+
+def pivot_inverse(pivot_rows: np.ndarray, n: int) -> tuple[np.ndarray, float] | None:
+    """``C^-1`` for the pivot rows C of ``[1, Y]`` (``pivot_rows`` the k rows of
+    the block Y of n rows) and C's condition in the 1-norm; None where C is
+    singular."""
+    k = pivot_rows.shape[0]
+    C = np.empty((k, k))
+    C[:, 0] = 1.0 / np.sqrt(n)
+    C[:, 1:] = pivot_rows
+    try:
+        inverse = np.linalg.inv(C)
+    except np.linalg.LinAlgError:
+        return None
+    return inverse, float(np.linalg.norm(C, 1) * np.linalg.norm(inverse, 1))
+
+
+def pivot_weights(inverse: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """The coefficients ``[1, Y] C^-1`` of a row y as ``y @ weights + offset``,
+    in single precision (the rows need telling apart, not every bit)."""
+    weights = np.ascontiguousarray(inverse[1:], dtype=np.float32)
+    return weights, (inverse[0] / np.sqrt(n)).astype(np.float32)
+
+
+def pivot_labels(Y, weights: np.ndarray, offset: np.ndarray, out=None) -> np.ndarray:
+    """Each row of ``Y`` with the pivot of its largest coefficient
+    (:func:`pivot_weights`), :attr:`PivotSplit.CHUNK` rows at a time; into
+    ``out`` when given."""
+    out = np.empty(Y.shape[0], dtype=np.int64) if out is None else out
+    for start in range(0, Y.shape[0], PivotSplit.CHUNK):
+        end = min(Y.shape[0], start + PivotSplit.CHUNK)
+        coefficients = np.asarray(Y[start:end], dtype=np.float32) @ weights
+        coefficients += offset
+        out[start:end] = np.argmax(coefficients, axis=1)
+    return out
+
+
+def moved_in(table: np.ndarray) -> int:
+    """The elements of the clustering of ``table``'s columns outside the row
+    (the earlier clustering's cluster) that most of their cluster came from;
+    ``table`` holds the joint counts of the two (rows: the earlier)."""
+    return int(table.sum() - table.max(axis=0).sum())
+
+
 def moved(before: np.ndarray, after: np.ndarray) -> int:
     """The elements ``after`` puts outside the cluster of ``before`` that most of
     their new cluster came from (0 for the same partition, whatever the names)."""
-    pairs, counts = np.unique(
-        before.astype(np.int64) * (int(after.max()) + 1) + after, return_counts=True
-    )
-    largest = np.zeros(int(after.max()) + 1, dtype=np.int64)
-    np.maximum.at(largest, pairs % (int(after.max()) + 1), counts)
-    return int(after.size - largest.sum())
+    rows, columns = int(before.max()) + 1, int(after.max()) + 1
+    table = np.bincount(before.astype(np.int64) * columns + after, minlength=rows * columns)
+    return moved_in(table.reshape(rows, columns))

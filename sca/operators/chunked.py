@@ -30,6 +30,7 @@ import numpy as np
 from . import kernels
 from .codes import is_dask, label_codes
 from .labels import LabelOperator
+from .lanczos import BLOCK
 from .packing import PACKED_CODES
 
 
@@ -80,6 +81,10 @@ class ChunkedLabelOperator(LabelOperator):
     """
 
     chunked = True
+    #: Each pass over the labels is a round trip to the cluster, whose latency
+    #: outweighs a few columns' work: G's Krylov space grows a full block a pass
+    #: (:meth:`~sca.operators.gram.GramSpectrum._lanczos_of`), never one column.
+    pass_columns = BLOCK
 
     def __init__(self, codes, spans, scale=None, packings=None):
         super().__init__(codes, spans, None, packings)

@@ -315,11 +315,16 @@ class GramSpectrum(Eigenvalues):
         """
         return BLOCK
 
+    #: Columns a block of G's Krylov space holds at least: 1 where a pass over H
+    #: costs little beside its columns' work (the fewest products then win).
+    pass_columns = 1
+
     def _lanczos_of(self, apply, block: int | None = None) -> BlockLanczos:
         """The Krylov space of G under ``apply``, made on first use (blocks of
         ``block`` columns, at most :attr:`krylov_block`) and kept."""
         if self._lanczos is None:
             width = self.krylov_block if block is None else min(block, self.krylov_block)
+            width = max(width, self.pass_columns)
             perron = self.factor_transpose(np.ones(self.n))  # the Perron vector's image
             self._lanczos = BlockLanczos(apply, self.n_clusters, _krylov_start(perron, width))
         return self._lanczos

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import sca
+from sca.options import MANY_CENTRES
 from sca.planted import planted_runs, planted_truth
 
 da = pytest.importorskip("dask.array")
@@ -177,3 +178,19 @@ def test_the_paged_result_is_the_listed_one_without_its_lists(local_client):
     assert np.array_equal(arrays["labels"].compute(), listed["labels"])
     assert np.allclose(arrays["confidence"].compute(), listed["confidence"], atol=2e-6)
     assert np.allclose(arrays["membership"].compute(), listed["membership"], atol=2e-6)
+
+
+@pytest.mark.slow
+# the iterates' K x b coefficients (K = 9,000 labels here) go with each step's graph
+@pytest.mark.filterwarnings("ignore:Sending large graph")
+def test_many_clusters_are_split_by_their_pivots_on_the_cluster(local_client):
+    """Beyond MANY_CENTRES clusters the chunked iteration splits the rows by
+    pivots, as in memory (sca.splits.PivotSplit): every planted block found."""
+    rng = np.random.default_rng(3)
+    k = MANY_CENTRES + 44
+    truth = planted_truth(20 * k, [1] * k, rng)
+    labels = planted_runs(truth, 30, 0.25, rng, dtype=np.uint16)
+    chunked = da.from_array(labels, chunks=(truth.size // 4, -1))
+    found = sca.iterate(sca.balance(sca.membership_operator(chunked)).P, k)
+    assert type(found.labels) is da.Array
+    assert sca.evaluate(np.asarray(found.labels), truth)["ari"] == 1.0
