@@ -335,12 +335,12 @@ def pivot_positions(rows: np.ndarray, n: int, k: int) -> np.ndarray:
     rows pivoted QR picks first from ``[1, rows]``, made orthonormal over the
     sample (:mod:`sca.cholesky_qr`) so that the choice does not depend on the
     block's basis (:class:`PivotSplit`)."""
-    ones = np.empty((rows.shape[0], rows.shape[1] + 1))
-    ones[:, 0] = 1.0 / np.sqrt(n)
-    ones[:, 1:] = rows
-    orthonormal(ones)
+    augmented = np.empty((rows.shape[0], rows.shape[1] + 1))
+    augmented[:, 0] = 1.0 / np.sqrt(n)
+    augmented[:, 1:] = rows
+    orthonormal(augmented)
     order = scipy.linalg.qr(
-        np.asfortranarray(ones.T, dtype=np.float32),
+        np.asfortranarray(augmented.T, dtype=np.float32),
         mode="r",
         pivoting=True,
         overwrite_a=True,

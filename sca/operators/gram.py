@@ -321,7 +321,8 @@ class GramSpectrum(Eigenvalues):
 
     def _lanczos_of(self, apply, block: int | None = None) -> BlockLanczos:
         """The Krylov space of G under ``apply``, made on first use (blocks of
-        ``block`` columns, at most :attr:`krylov_block`) and kept."""
+        ``block`` columns, at most :attr:`krylov_block` and at least
+        :attr:`pass_columns`) and kept."""
         if self._lanczos is None:
             width = self.krylov_block if block is None else min(block, self.krylov_block)
             width = max(width, self.pass_columns)
