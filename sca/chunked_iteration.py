@@ -33,7 +33,6 @@ from .diagnostics import overlap_matching
 from .errors import IterationError, SCAError
 from .iteration import _MAX_REDRAWS, IterationResult, _FactorSpace
 from .operators.chunked import ChunkedLabelOperator, tree_sum
-from .options import MANY_CENTRES
 from .splits import (
     KMeansSplit,
     PivotSplit,
@@ -42,6 +41,7 @@ from .splits import (
     pivot_labels,
     pivot_positions,
     pivot_weights,
+    row_split_kind,
 )
 
 
@@ -123,7 +123,7 @@ def canonical_chunked(labels, k: int):
 
 
 class _Split:
-    """One start's split (as :func:`sca.splits.row_split`): k-means centres
+    """One start's split (:func:`sca.splits.row_split_kind`): k-means centres
     fitted on the sample, or beyond :data:`~sca.options.MANY_CENTRES` clusters
     pivots chosen from it (:class:`~sca.splits.PivotSplit`, kept while a step
     moves at most its ``SETTLED`` share of the elements); every element
@@ -132,15 +132,10 @@ class _Split:
     def __init__(self, k: int, seed: int, n: int):
         self.k, self.n = k, n
         # k-means' sample: the rows given to each call
-        self.kmeans = KMeansSplit(k, seed, 1) if k <= MANY_CENTRES else None
+        self.kmeans = KMeansSplit(k, seed, 1) if row_split_kind(k) is KMeansSplit else None
         self.positions: np.ndarray | None = None
         self.repeated = False
         self.labels = None
-
-    @staticmethod
-    def sample_size(k: int) -> int:
-        """Rows of the sample the split of k clusters is fitted on."""
-        return (KMeansSplit if k <= MANY_CENTRES else PivotSplit).sample_size(k)
 
     def _assign(self, Y, rows: np.ndarray):
         """The labels of this step as a Dask array (None where the pivot rows are singular)."""
@@ -228,7 +223,7 @@ def iterate_chunked(
     if k == 1:
         labels = da.zeros(P.n, chunks=(P.rows,), dtype=np.int64)
         return IterationResult(labels, 0, [(labels, 1.0)])
-    sample = sample_rows(P.n, _Split.sample_size(k), np.random.default_rng(seed))
+    sample = sample_rows(P.n, row_split_kind(k).sample_size(k), np.random.default_rng(seed))
     splits = [_Split(k, seed + s, P.n) for s in range(starts)]
     Y = random_starts(P, seed, starts * block, eps)
     Y = P.hold(Y - Y.mean(axis=0))

@@ -211,10 +211,15 @@ def _predict(model, Y: np.ndarray, lo: int, hi: int, out: np.ndarray) -> None:
         out[lo:hi] = model.predict(Y[lo:hi])
 
 
-def row_split(k: int, seed: int, n: int):
-    """The split of the rows of a block of ``k - 1`` iterates into k clusters:
+def row_split_kind(k: int) -> type[KMeansSplit] | type[PivotSplit]:
+    """How the rows of a block of ``k - 1`` iterates are split into k clusters:
     :class:`KMeansSplit`, or :class:`PivotSplit` beyond :data:`MANY_CENTRES`."""
-    return (KMeansSplit if k <= MANY_CENTRES else PivotSplit)(k, seed, n)
+    return KMeansSplit if k <= MANY_CENTRES else PivotSplit
+
+
+def row_split(k: int, seed: int, n: int):
+    """The split of :func:`row_split_kind` for k clusters of n rows."""
+    return row_split_kind(k)(k, seed, n)
 
 
 class PivotSplit:
