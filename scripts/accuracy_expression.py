@@ -24,9 +24,14 @@ through the same ensemble by the code the default uses
 and, for leukemia, NMF runs (the paper's ensemble on this set) against
 column-permuted references (NMF needs nonnegative references, which the
 first two kinds are not).  Prints the data's eigenvalues, the references'
-mean and their standard scores::
+mean and their standard scores.
 
-    python scripts/accuracy_expression.py --part scale references
+Part ``genes``: the field's usual preparation of expression data before
+consensus clustering (ConsensusClusterPlus, M3C): log2 of the values, then
+only the genes of largest variance (200 or 1,000), given to the default job
+with ``scale="none"`` and to the gap statistic of ``accuracy_peers.py``::
+
+    python scripts/accuracy_expression.py --part scale references genes
 """
 
 from __future__ import annotations
@@ -36,6 +41,7 @@ import warnings
 
 import numpy as np
 from accuracy_cases import expression, gene_modules
+from accuracy_peers import gap_k, gap_statistic
 from shared import DATA, load_labels, load_matrix
 from sklearn.metrics import adjusted_rand_score
 from threadpoolctl import threadpool_limits
@@ -49,6 +55,8 @@ from sca.reference import reference_data, reference_spectrum
 DRAWS = 8
 #: Eigenvalues printed, λ2 first.
 SHOWN = 3
+#: Genes kept in part ``genes``: those of largest variance of log2 expression.
+TOP_GENES = (200, 1000)
 
 
 def cases() -> list[tuple[str, np.ndarray, np.ndarray]]:
@@ -106,20 +114,28 @@ def column_reference(X: np.ndarray, rng: np.random.Generator) -> np.ndarray:
 KINDS = {"pca": reference_data, "exact": exact_reference, "columns": column_reference}
 
 
-def compare(name: str, X: np.ndarray, ensemble: list[dict], kinds) -> None:
+def against(X: np.ndarray, ensemble: list[dict], kind: str = "pca"):
+    """λ1 … λ(SHOWN + 1) of the data's P, the references' mean, and the data's
+    standard scores against them."""
     count = SHOWN + 1
     data, _ = reference_spectrum(X, ensemble, 0, count)
+    rng = np.random.default_rng(1)
+    spectra = np.array(
+        [reference_spectrum(KINDS[kind](X, rng), ensemble, s + 1, count)[0] for s in range(DRAWS)]
+    )
+    mean, sd = spectra.mean(axis=0), spectra.std(axis=0, ddof=1)
+    return data, mean, (data - mean) / np.where(sd > 0, sd, np.inf)
+
+
+def standard_scores(X: np.ndarray, ensemble: list[dict]) -> np.ndarray:
+    """λ2 … λ(SHOWN + 1)'s standard scores against the default's references."""
+    return against(X, ensemble)[2][1:]
+
+
+def compare(name: str, X: np.ndarray, ensemble: list[dict], kinds) -> None:
     for kind in kinds:
-        rng = np.random.default_rng(1)
-        spectra = np.array(
-            [
-                reference_spectrum(KINDS[kind](X, rng), ensemble, s + 1, count)[0]
-                for s in range(DRAWS)
-            ]
-        )
-        mean, sd = spectra.mean(axis=0), spectra.std(axis=0, ddof=1)
-        z = (data - mean) / np.where(sd > 0, sd, np.inf)
-        cells = "  ".join(f"{data[i]:.3f}/{mean[i]:.3f} z {z[i]:5.1f}" for i in range(1, count))
+        data, mean, z = against(X, ensemble, kind)
+        cells = "  ".join(f"{data[i]:.3f}/{mean[i]:.3f} z {z[i]:5.1f}" for i in range(1, data.size))
         print(f"{name:26s} {kind:8s} {cells}")
 
 
@@ -142,10 +158,39 @@ def references_part() -> None:
         compare(f"{name}, NMF", fit_scaling(X, centre=False).transform(X), nmf, ["columns"])
 
 
+def genes_part() -> None:
+    print(
+        f"{'case':26s} {'genes':>5s}   sca k  ARI  ARI@k   λ2 … λ4 z against the references"
+        "   gap statistic k  ARI"
+    )
+    for name, X, y in cases():
+        true_k = np.unique(y).size
+        logged = np.log2(X)
+        order = np.argsort(logged.var(axis=0))[::-1]
+        for top in TOP_GENES:
+            Z = logged[:, order[:top]]
+            found = sca.StochasticClustering(scale="none", random_state=0).fit(Z)
+            told = "-"
+            if true_k > 1:
+                fit = sca.StochasticClustering(scale="none", random_state=0, n_clusters=true_k)
+                told = f"{adjusted_rand_score(y, fit.fit(Z).labels_):.2f}"
+            z = standard_scores(Z, default_ensemble(Z.shape[0]))
+            k, labels = gap_k(gap_statistic(Z, 0, 10))
+            print(
+                f"{name:26s} {top:5d}   {found.n_clusters_:5d} "
+                f"{adjusted_rand_score(y, found.labels_):5.2f} {told:>5s}   "
+                f"{'  '.join(f'{v:5.1f}' for v in z):36s}   {k:15d} "
+                f"{adjusted_rand_score(y, labels):5.2f}"
+            )
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
-        "--part", nargs="+", choices=("scale", "references"), default=["scale", "references"]
+        "--part",
+        nargs="+",
+        choices=("scale", "references", "genes"),
+        default=["scale", "references", "genes"],
     )
     args = parser.parse_args()
     warnings.filterwarnings("ignore", category=FutureWarning)
@@ -154,6 +199,8 @@ def main() -> int:
             scale_part()
         if "references" in args.part:
             references_part()
+        if "genes" in args.part:
+            genes_part()
     return 0
 
 
