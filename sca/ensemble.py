@@ -55,6 +55,7 @@ __all__ = [
     "ensemble_run",
     "ensemble_size",
     "ensemble_work",
+    "fit_runs",
     "needs_nonnegative",
     "stacked_models",
 ]
@@ -184,15 +185,35 @@ def ensemble_work(X, plan: list[dict]) -> float:
     return float(X.shape[1]) * (rows * centred + linked * subsample_size(X.shape[0]) ** 2)
 
 
-def _fit_runs(X, plan: list[dict], n_jobs: int | None, progress) -> list[tuple]:
+def fit_runs(X, plan: list[dict], n_jobs: int | None = None, progress=None) -> list[tuple]:
     """:func:`ensemble_model` of every run of ``plan``, in the plan's order.
 
     The runs are spread over the cores by :func:`sca.pool.spread`: on worker
     processes, each with a GIL of its own (scikit-learn's per-run Python holds
     one process's GIL: two threads ran a 1,000-row ensemble no faster than one),
-    or on threads where no process may be started.  ``progress(done, total)``
-    is called on this thread as runs finish; if it (or a run) raises, the runs
-    not yet started are dropped.
+    or on threads where no process may be started.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n, m)
+        The data, checked (:func:`check_ensemble_data`).
+    plan : list of dict
+        Runs ``{"algorithm", "k", "seed"}`` (:func:`ensemble_plan`).
+    n_jobs : int, optional
+        Workers for the runs; None for one per core this process may use.
+    progress : callable, optional
+        ``progress(done, total)``, called on this thread as runs finish; if it
+        (or a run) raises, the runs not yet started are dropped.
+
+    Returns
+    -------
+    list of tuple
+        ``(labels, model)`` of each run, in the plan's order.
+
+    References
+    ----------
+    .. [1] C. D. Meyer and C. D. Wessell, Stochastic Data Clustering, Sec. 1
+       (the runs whose consensus is S).
     """
     from sklearn.exceptions import ConvergenceWarning
 
@@ -257,7 +278,7 @@ def ensemble_labels(X, spec, seed: int = 0, progress=None, n_jobs: int | None = 
     """
     plan = ensemble_plan(spec, seed)
     X = check_ensemble_data(X, plan)
-    fitted = _fit_runs(X, plan, n_jobs, progress)
+    fitted = fit_runs(X, plan, n_jobs, progress)
     labels = np.empty((X.shape[0], len(plan)), dtype=np.int32)
     for j, (run_labels, _) in enumerate(fitted):
         labels[:, j] = run_labels
@@ -301,7 +322,7 @@ def ensemble_fit(X, spec, seed: int = 0, progress=None, n_jobs: int | None = Non
     """
     plan = ensemble_plan(spec, seed)
     X = check_ensemble_data(X, plan)
-    fitted = _fit_runs(X, plan, n_jobs, progress)
+    fitted = fit_runs(X, plan, n_jobs, progress)
     return {
         "labels": np.column_stack([labels for labels, _ in fitted]),
         **dict(zip(("models", "groups"), stacked_models([model for _, model in fitted]))),

@@ -13,7 +13,15 @@ test client:
 * one store operation: reading a job record (median of 2,000), and how many
   store operations one baseball job makes.
 
+``--default-jobs`` times instead the default job on raw data (no ensemble,
+no options: what a new user sends first) at 1,000 x 20 and 5,000 x 50, rows
+of Gaussian noise and five separated blobs, each new rows a repeat, beside
+``sca.StochasticClustering().fit`` on the same rows in the same process,
+alternately: median wall and CPU seconds (this process's and its worker
+processes') and the job's ratio to the library's fit.
+
     python scripts/embedded_store.py --jobs 60
+    python scripts/embedded_store.py --default-jobs --repeats 3
 
 It uses nothing but the API, so the same file measures any version of the
 service (the figures in :mod:`sca_worker.store` compare two).
@@ -27,7 +35,9 @@ import time
 from pathlib import Path
 
 import numpy as np
+from shared import cpu_seconds
 
+import sca
 from sca_service import create_app
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -119,14 +129,58 @@ def operations_per_job(client, runner, store) -> int:
     return counted[0]
 
 
+#: The default job's inputs: rows x columns.
+DEFAULT_SIZES = ((1000, 20), (5000, 50))
+
+
+def default_rows(n: int, m: int, shape: str, seed: int) -> np.ndarray:
+    """Gaussian noise, or five blobs six apart on the first five axes."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, m))
+    if shape == "blobs":
+        X[:, :5] += 6 * np.eye(5)[rng.integers(0, 5, n)]
+    return X
+
+
+def _timed(fn) -> tuple[float, float]:
+    wall, cpu = time.perf_counter(), cpu_seconds()
+    fn()
+    return time.perf_counter() - wall, cpu_seconds() - cpu
+
+
+def default_jobs(client, runner, repeats: int) -> None:
+    """The default raw-data job beside the library's fit (see the module docstring)."""
+    print("rows x columns, shape: job wall / CPU s, fit wall / CPU s (medians), job / fit")
+    for n, m in DEFAULT_SIZES:
+        for shape in ("noise", "blobs"):
+            job, fit = [], []
+            for seed in range(repeats):
+                X = default_rows(n, m, shape, seed)
+                body = {"data": X.round(6).tolist()}
+                job.append(_timed(lambda: finish(client, runner, run(client, runner, body))))
+                fit.append(_timed(lambda: sca.StochasticClustering().fit(X)))
+            (jw, jc), (fw, fc) = (
+                [statistics.median(t[i] for t in times) for i in (0, 1)] for times in (job, fit)
+            )
+            print(f"{n:,} x {m}, {shape}: {jw:.2f} / {jc:.2f}, {fw:.2f} / {fc:.2f}, {jw / fw:.2f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--jobs", type=int, default=60)
+    parser.add_argument("--default-jobs", action="store_true", help="the default raw-data job")
+    parser.add_argument("--repeats", type=int, default=3, help="--default-jobs: rows per case")
     args = parser.parse_args()
     app = create_app(
         {"TESTING": True, "REDIS_URL": None, "SCA_RATE_LIMIT": 0, "SCA_MAX_ACTIVE_JOBS": 0}
     )
     client, runner = app.test_client(), app.extensions["sca"].queue
+    if args.default_jobs:
+        latency(client, runner, raw, 2, 10**6)  # warm up (imports, numba, worker processes)
+        sca.StochasticClustering().fit(default_rows(1000, 20, "blobs", 10**6))
+        default_jobs(client, runner, args.repeats)
+        runner.shutdown()
+        return
     latency(client, runner, baseball, 5, 10**6)  # warm up (imports, numba)
     latency(client, runner, raw, 2, 10**6)
     store = app.extensions["sca"].store

@@ -1,8 +1,9 @@
 """The embedded default: the same stages in this process, on a thread pool.
 
 With no ``REDIS_URL`` the API submits jobs here instead of to Celery.  A job
-runs its stages in order on one pool thread (the ensemble runs one after
-another); other jobs run on the other threads.  Cancelling is cooperative:
+runs its stages in order on one pool thread, the ensemble's runs spread over
+the cores from there (:func:`sca_worker.stages.ensemble_runs`); other jobs run
+on the other threads.  Cancelling is cooperative:
 :func:`sca_worker.stages.execute` skips every stage of a job that is no longer
 active, so a cancelled job stops at the next stage or ensemble run.
 

@@ -109,8 +109,9 @@ def stage_done(store: Store, job_id: str, stage: str, record: dict | None = None
 
 
 def public_stage(stage: str) -> str:
-    """The stage a client sees: the ensemble's collection is the ensemble's end."""
-    return "ensemble" if stage == "ensemble_collect" else stage
+    """The stage a client sees: the ensemble's runs together and their collection
+    are the ensemble."""
+    return "ensemble" if stage in ("ensemble_runs", "ensemble_collect") else stage
 
 
 def finished_fields(stage: str, record: dict) -> dict:
@@ -125,16 +126,34 @@ def finished_fields(stage: str, record: dict) -> dict:
 
 
 def _stage_done(store: Store, job_id: str, stage: str, record: dict | None) -> None:
+    if stage == "ensemble_runs":  # its progress went out as the runs finished
+        return
     record = record if record is not None else store.get_job(job_id)
     if stage == "ensemble":
-        if record is None or not record.get("runs_total"):
-            return
-        done, total = int(record.get("runs_done", 0)), int(record["runs_total"])
-        if done * PROGRESS_STEPS // total != (done - 1) * PROGRESS_STEPS // total:
-            emit(store, job_id, "progress", record, stage="ensemble", done=done, total=total)
+        _progress(store, job_id, record, 1)
         return
     if record is not None:
         emit(store, job_id, "stage", record, **finished_fields(stage, record))
+
+
+def runs_done(store: Store, job_id: str, amount: int = 1) -> dict | None:
+    """Count ``amount`` more of a job's ensemble runs done, with a progress event
+    where the count passes one of :data:`PROGRESS_STEPS`; the job's record after
+    (None when it is gone)."""
+    if store.incr_job(job_id, "runs_done", amount) is None:
+        return None
+    record = store.get_job(job_id)
+    _progress(store, job_id, record, amount)
+    return record
+
+
+def _progress(store: Store, job_id: str, record: dict | None, amount: int) -> None:
+    """The progress event of ``amount`` runs just counted, if it passes a step."""
+    if record is None or not record.get("runs_total"):
+        return
+    done, total = int(record.get("runs_done", 0)), int(record["runs_total"])
+    if done * PROGRESS_STEPS // total != (done - amount) * PROGRESS_STEPS // total:
+        emit(store, job_id, "progress", record, stage="ensemble", done=done, total=total)
 
 
 def finished(

@@ -27,6 +27,7 @@ import sklearn.cluster  # noqa: F401
 import sklearn.decomposition  # noqa: F401
 
 import sca
+from sca.ensemble import fit_runs
 from sca.inputs import Scaling
 
 from . import events, inputs, metrics
@@ -68,18 +69,55 @@ def scaled_data(store: Store, record: dict) -> np.ndarray:
 
 
 def ensemble_run(store: Store, record: dict, index: int, run: dict) -> None:
-    """One clustering of the ensemble; its labels and model (k-means centres, NMF
-    components) become an artifact."""
+    """One clustering of the ensemble (a Celery task's); its labels and model
+    (k-means centres, NMF components) become an artifact."""
     keys = artifact_keys(record)
     name = f"{keys['run']}{index}"
     if store.has(keys["op"]):  # a late run of an ensemble already collected (takeover)
         return
     if not store.has(name):
-        labels, model = sca.ensemble_model(scaled_data(store, record), run)
-        store.save_arrays(
-            name, {"labels": labels, "model": model, "algorithm": np.array(run["algorithm"])}
-        )
+        _save_run(store, name, run, *sca.ensemble_model(scaled_data(store, record), run))
     store.incr_job(record["id"], "runs_done")
+
+
+class _Stopped(Exception):
+    """The job left the active states while its runs were under way."""
+
+
+def ensemble_runs(store: Store, record: dict, runs: list) -> None:
+    """Every clustering of the ensemble in this process (the embedded default's
+    :func:`ensemble_run`), spread over its cores as the library spreads them
+    (:func:`sca.ensemble.fit_runs`): one job's ensemble uses every core, as its
+    runs do as tasks on Celery's workers.  Progress is counted as runs finish,
+    and a job that stops being active drops the runs not yet started."""
+    keys = artifact_keys(record)
+    if store.has(keys["op"]):  # an identical job collected the same ensemble meanwhile
+        return
+    job_id = record["id"]
+    names = [f"{keys['run']}{index}" for index in range(len(runs))]
+    todo = [index for index, name in enumerate(names) if not store.has(name)]
+    if len(todo) < len(runs):
+        events.runs_done(store, job_id, len(runs) - len(todo))
+    if not todo:
+        return
+
+    def finished(done: int, total: int) -> None:
+        current = events.runs_done(store, job_id)
+        if done < total and (current is None or current["status"] not in ACTIVE):
+            raise _Stopped
+
+    try:
+        fitted = fit_runs(scaled_data(store, record), [runs[i] for i in todo], progress=finished)
+    except _Stopped:
+        return
+    for index, (labels, model) in zip(todo, fitted):
+        _save_run(store, names[index], runs[index], labels, model)
+
+
+def _save_run(store: Store, name: str, run: dict, labels, model) -> None:
+    store.save_arrays(
+        name, {"labels": labels, "model": model, "algorithm": np.array(run["algorithm"])}
+    )
 
 
 def ensemble_collect(store: Store, record: dict, total: int) -> None:
@@ -187,6 +225,7 @@ def run_stage(store: Store, record: dict, task: str, artifacts: JobArtifacts | N
 TASK_SET = frozenset(sca.pipeline.TASKS)
 STAGE_FUNCTIONS: dict[str, Callable[..., None]] = {
     "ensemble": ensemble_run,
+    "ensemble_runs": ensemble_runs,
     "ensemble_collect": ensemble_collect,
     **{task: partial(run_stage, task=task) for task in sca.pipeline.TASKS},
 }
@@ -194,8 +233,9 @@ STAGE_FUNCTIONS: dict[str, Callable[..., None]] = {
 
 def run_steps(store: Store, job_id: str, steps: dict) -> bool:
     """Every stage of ``steps`` (from :func:`sca_worker.planning.plan`) in order,
-    in this thread: the ensemble's runs one after another, then their collection, then the core's
-    stages (what the Celery chain does over several tasks).  Each stage starts
+    in this thread: the ensemble's runs, spread over this process's cores
+    (:func:`ensemble_runs`), then their collection, then the core's stages (what
+    the Celery chain does over several tasks).  Each stage starts
     from the record the one before read back, and reads the artifacts the ones
     before made from memory.  False when the job went no further (cancelled,
     failed or gone)."""
@@ -203,8 +243,7 @@ def run_steps(store: Store, job_id: str, steps: dict) -> bool:
     artifacts = None if record is None else JobArtifacts(store, record)
     for stage in steps["stages"]:
         if stage == "ensemble":
-            for index, run in enumerate(steps["runs"]):
-                record = _execute(store, record, "ensemble", index, run)
+            record = _execute(store, record, "ensemble_runs", steps["runs"])
             record = _execute(store, record, "ensemble_collect", len(steps["runs"]))
         else:
             record = _execute(store, record, stage, artifacts=artifacts)
@@ -307,7 +346,7 @@ def _execute(
     if record is None or record["status"] not in ACTIVE:
         return None
     job_id = record["id"]
-    public_stage = "ensemble" if stage == "ensemble_collect" else stage
+    public_stage = events.public_stage(stage)
     begun = stage_started(store, job_id, public_stage, record)
     if begun is None:
         return None
