@@ -118,16 +118,29 @@ def spread(
 
 def _on_processes(fn, items: list, count: int, progress) -> list:
     """Interleaved chunks (item ``j`` in chunk ``j % chunks``), so that tasks
-    that grow along ``items`` (the ensemble's k) cost each chunk alike."""
+    that grow along ``items`` (the ensemble's k) cost each chunk alike; at most
+    ``count`` of them under way at once, on the process's one pool of a worker
+    per core.
+
+    The pool keeps its size whatever ``count`` is: loky resizes its reused
+    pool only once no call is using it, and a call of another size beside a
+    running one (two jobs' threads in the embedded default, one spreading
+    four references, the other sixteen runs, on a machine of more cores than
+    four) hung both.
+    """
     from joblib import Parallel, delayed
 
     chunks = min(len(items), count * CHUNKS_PER_WORKER)
     parts = [items[c::chunks] for c in range(chunks)]
     results: list = [None] * len(items)
     done = 0
-    outputs = Parallel(n_jobs=count, backend="loky", batch_size=1, return_as="generator")(
-        delayed(_chunk)(fn, part) for part in parts
-    )
+    outputs = Parallel(
+        n_jobs=workers(None),
+        pre_dispatch=count,
+        backend="loky",
+        batch_size=1,
+        return_as="generator",
+    )(delayed(_chunk)(fn, part) for part in parts)
     try:
         for c, output in enumerate(outputs):
             results[c::chunks] = output

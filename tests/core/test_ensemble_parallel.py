@@ -5,6 +5,7 @@ large data."""
 import multiprocessing
 import os
 import threading
+import time
 from types import SimpleNamespace
 
 import numpy as np
@@ -139,6 +140,31 @@ def test_little_work_runs_on_this_thread_until_processes_have_started(monkeypatc
     assert here not in sca.pool.spread(_where, items, n_jobs=2)  # much work: processes
     # started: now little work goes to them too
     assert here not in sca.pool.spread(_where, items, n_jobs=2, work=1.0)
+
+
+def _slow(j):
+    time.sleep(0.02)
+    return j
+
+
+def test_calls_of_different_sizes_from_two_threads_share_the_pool():
+    """loky resizes its reused pool only once no call uses it: two calls of
+    different sizes at once (two jobs in the embedded default) must not wait on
+    each other."""
+    items = [(j,) for j in range(40)]
+    found: dict = {}
+
+    def call(n_jobs: int) -> None:
+        found[n_jobs] = sca.pool.spread(_slow, items, n_jobs=n_jobs)
+
+    threads = [threading.Thread(target=call, args=(n,), daemon=True) for n in (2, 3)]
+    for thread in threads:
+        thread.start()
+        time.sleep(0.1)  # the first under way when the second starts
+    for thread in threads:
+        thread.join(timeout=60)
+    assert not any(thread.is_alive() for thread in threads), "a call hung"
+    assert found == {2: list(range(40)), 3: list(range(40))}
 
 
 def _in_a_daemon(X, out):
