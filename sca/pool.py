@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
-import warnings
+import tempfile
 from concurrent.futures import ThreadPoolExecutor, as_completed
 
 import numpy as np
@@ -59,8 +59,16 @@ def processes_allowed() -> bool:
     return not multiprocessing.current_process().daemon and version >= (1, 3)
 
 
-def _chunk(fn, items: list) -> list:
-    return [fn(*item) for item in items]
+def _chunk(fn, items: list, stop: str) -> tuple:
+    """``(results, None)``, ``(None, the exception)`` of the first task that
+    raised, or ``(None, None)`` when the call was stopped before this chunk began
+    (the file ``stop`` exists)."""
+    if os.path.exists(stop):
+        return None, None
+    try:
+        return [fn(*item) for item in items], None
+    except Exception as exc:  # noqa: BLE001 - raised on the calling thread (see _on_processes)
+        return None, exc
 
 
 def spread(
@@ -122,37 +130,48 @@ def _on_processes(fn, items: list, count: int, progress) -> list:
     ``count`` of them under way at once, on the process's one pool of a worker
     per core.
 
-    The pool keeps its size whatever ``count`` is: loky resizes its reused
-    pool only once no call is using it, and a call of another size beside a
-    running one (two jobs' threads in the embedded default, one spreading
-    four references, the other sixteen runs, on a machine of more cores than
-    four) hung both.
+    Every call shares that pool (jobs on several threads of the embedded
+    default), so no call may change or stop it.  It keeps its size whatever
+    ``count`` is: loky resizes its reused pool only once no call is using it,
+    and a call of another size beside a running one (one spreading four
+    references, the other sixteen runs, on a machine of more cores than four)
+    hung both.  And a call never aborts joblib's generator, which kills the
+    pool's workers under every other call: when a task raises or
+    ``progress`` does (a cancelled job), the chunks not yet begun find the
+    call's stop file and return at once, the generator is drained, and the
+    exception is raised then.
     """
     from joblib import Parallel, delayed
 
     chunks = min(len(items), count * CHUNKS_PER_WORKER)
     parts = [items[c::chunks] for c in range(chunks)]
     results: list = [None] * len(items)
-    done = 0
-    outputs = Parallel(
-        n_jobs=workers(None),
-        pre_dispatch=count,
-        backend="loky",
-        batch_size=1,
-        return_as="generator",
-    )(delayed(_chunk)(fn, part) for part in parts)
-    try:
-        for c, output in enumerate(outputs):
-            results[c::chunks] = output
-            done += len(output)
-            if progress is not None:
-                for finished in range(done - len(output) + 1, done + 1):
-                    progress(finished, len(items))
-    except BaseException:
-        with warnings.catch_warnings():  # joblib's note of the chunks dropped: on purpose
-            warnings.simplefilter("ignore", UserWarning)
-            outputs.close()  # drops the chunks not yet run
-        raise
+    done, failure = 0, None
+    with tempfile.TemporaryDirectory(prefix="sca-spread-") as folder:
+        stop = os.path.join(folder, "stop")
+        outputs = Parallel(
+            n_jobs=workers(None),
+            pre_dispatch=count,
+            backend="loky",
+            batch_size=1,
+            return_as="generator",
+        )(delayed(_chunk)(fn, part, stop) for part in parts)
+        for c, (output, error) in enumerate(outputs):
+            if failure is None and error is not None:
+                failure = error
+            elif failure is None and output is not None:
+                results[c::chunks] = output
+                done += len(output)
+                try:
+                    for finished in range(done - len(output) + 1, done + 1):
+                        if progress is not None:
+                            progress(finished, len(items))
+                except BaseException as exc:  # noqa: BLE001 - raised once the pool is free
+                    failure = exc
+            if failure is not None and not os.path.exists(stop):
+                open(stop, "w").close()
+    if failure is not None:
+        raise failure
     return results
 
 

@@ -167,6 +167,41 @@ def test_calls_of_different_sizes_from_two_threads_share_the_pool():
     assert found == {2: list(range(40)), 3: list(range(40))}
 
 
+class _Enough(Exception):
+    pass
+
+
+def _stop_after_one(done: int, total: int) -> None:
+    raise _Enough
+
+
+def _fails(j):
+    if j == 0:
+        raise ValueError("task 0")
+    return _slow(j)
+
+
+def test_a_call_that_stops_or_fails_leaves_the_pool_to_the_others():
+    """A cancelled job (its progress raises) or a failed run drops the chunks of its
+    own call not yet begun, and no task of a call beside it on the shared pool."""
+    items = [(j,) for j in range(60)]
+    found: dict = {}
+
+    def steady() -> None:
+        found["steady"] = sca.pool.spread(_slow, items, n_jobs=2)
+
+    thread = threading.Thread(target=steady, daemon=True)
+    thread.start()
+    time.sleep(0.1)
+    with pytest.raises(_Enough):
+        sca.pool.spread(_slow, items, n_jobs=2, progress=_stop_after_one)
+    with pytest.raises(ValueError, match="task 0"):
+        sca.pool.spread(_fails, items, n_jobs=2)
+    thread.join(timeout=60)
+    assert found.get("steady") == list(range(60))
+    assert sca.pool.spread(_slow, items[:8], n_jobs=2) == list(range(8))
+
+
 def _in_a_daemon(X, out):
     out.put(sca.ensemble_labels(X, SPEC, seed=5, n_jobs=2))
 
