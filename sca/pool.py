@@ -89,7 +89,9 @@ def spread(
     items : list of tuple
         Each task's arguments.
     n_jobs : int, optional
-        Workers; None for one per core this process may use.
+        Workers; None for one per core this process may use.  Worker
+        processes are never more than those cores (one pool, which every
+        call shares): a larger ``n_jobs`` queues its tasks for them.
     progress : callable, optional
         ``progress(done, total)``, called on this thread as tasks finish (with
         processes, a chunk of tasks at a time); if it raises, the tasks not yet
