@@ -35,7 +35,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from shared import cpu_seconds
+from shared import timed
 
 import sca
 from sca_service import create_app
@@ -142,12 +142,6 @@ def default_rows(n: int, m: int, shape: str, seed: int) -> np.ndarray:
     return X
 
 
-def _timed(fn) -> tuple[float, float]:
-    wall, cpu = time.perf_counter(), cpu_seconds()
-    fn()
-    return time.perf_counter() - wall, cpu_seconds() - cpu
-
-
 def default_jobs(client, runner, repeats: int) -> None:
     """The default raw-data job beside the library's fit (see the module docstring)."""
     print("rows x columns, shape: job wall / CPU s, fit wall / CPU s (medians), job / fit")
@@ -157,8 +151,8 @@ def default_jobs(client, runner, repeats: int) -> None:
             for seed in range(repeats):
                 X = default_rows(n, m, shape, seed)
                 body = {"data": X.round(6).tolist()}
-                job.append(_timed(lambda: finish(client, runner, run(client, runner, body))))
-                fit.append(_timed(lambda: sca.StochasticClustering().fit(X)))
+                job.append(timed(lambda: finish(client, runner, run(client, runner, body))))
+                fit.append(timed(lambda: sca.StochasticClustering().fit(X)))
             (jw, jc), (fw, fc) = (
                 [statistics.median(t[i] for t in times) for i in (0, 1)] for times in (job, fit)
             )

@@ -24,21 +24,14 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 
-from shared import cpu_seconds
+from shared import timed
 
 #: (disk cache, warm-up) of each case, in the order they run: the empty cache
 #: is filled by the case that uses it.
 CASES = (("empty", False), ("warm", False), ("empty", True), ("warm", True))
 #: Jobs per process: the first, then the later ones.
 JOBS = 3
-
-
-def _timed(fn) -> tuple[float, float]:
-    wall, cpu = time.perf_counter(), cpu_seconds()
-    fn()
-    return time.perf_counter() - wall, cpu_seconds() - cpu
 
 
 def one(n: int, runs: int, blocks: int, warm: bool) -> dict:
@@ -50,10 +43,10 @@ def one(n: int, runs: int, blocks: int, warm: bool) -> dict:
 
     rng = np.random.default_rng(0)
     labels = planted_runs(planted_truth(n, [1] * blocks, rng), runs, 0.5, rng)
-    out = {"warm-up": _timed(sca.warm) if warm else None, "jobs": []}
+    out = {"warm-up": timed(sca.warm) if warm else None, "jobs": []}
     for _ in range(JOBS):
         out["jobs"].append(
-            _timed(lambda: sca.run_stages(sca.membership_operator(labels), {"seed": 0}, {}))
+            timed(lambda: sca.run_stages(sca.membership_operator(labels), {"seed": 0}, {}))
         )
     return out
 

@@ -94,6 +94,13 @@ def cpu_seconds() -> float:
     return time.process_time() + _children_cpu(os.getpid())
 
 
+def timed(fn) -> tuple[float, float]:
+    """Wall and CPU seconds (:func:`cpu_seconds`) of ``fn()``."""
+    wall, cpu = time.perf_counter(), cpu_seconds()
+    fn()
+    return time.perf_counter() - wall, cpu_seconds() - cpu
+
+
 def peak_rss_gib() -> float:
     """This process's peak resident memory so far, in GiB (Linux reports KiB)."""
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
