@@ -165,8 +165,8 @@ def _on_processes(fn, items: list, count: int, progress) -> list:
                 results[c::chunks] = output
                 done += len(output)
                 try:
-                    for finished in range(done - len(output) + 1, done + 1):
-                        if progress is not None:
+                    if progress is not None:
+                        for finished in range(done - len(output) + 1, done + 1):
                             progress(finished, len(items))
                 except BaseException as exc:  # noqa: BLE001 - raised once the pool is free
                     failure = exc

@@ -95,7 +95,8 @@ def ensemble_runs(store: Store, record: dict, runs: list) -> None:
         return
     job_id = record["id"]
     names = [f"{keys['run']}{index}" for index in range(len(runs))]
-    todo = [index for index, name in enumerate(names) if not store.has(name)]
+    present = store.existing(*names)
+    todo = [index for index, name in enumerate(names) if name not in present]
     if len(todo) < len(runs):
         events.runs_done(store, job_id, len(runs) - len(todo))
     if not todo:
