@@ -127,11 +127,6 @@ def against(X: np.ndarray, ensemble: list[dict], kind: str = "pca"):
     return data, mean, (data - mean) / np.where(sd > 0, sd, np.inf)
 
 
-def standard_scores(X: np.ndarray, ensemble: list[dict]) -> np.ndarray:
-    """λ2 … λ(SHOWN + 1)'s standard scores against the default's references."""
-    return against(X, ensemble)[2][1:]
-
-
 def compare(name: str, X: np.ndarray, ensemble: list[dict], kinds) -> None:
     for kind in kinds:
         data, mean, z = against(X, ensemble, kind)
@@ -174,7 +169,7 @@ def genes_part() -> None:
             if true_k > 1:
                 fit = sca.StochasticClustering(scale="none", random_state=0, n_clusters=true_k)
                 told = f"{adjusted_rand_score(y, fit.fit(Z).labels_):.2f}"
-            z = standard_scores(Z, default_ensemble(Z.shape[0]))
+            z = against(Z, default_ensemble(Z.shape[0]))[2][1:]  # λ2 … against the default's
             k, labels = gap_k(gap_statistic(Z, 0, 10))
             print(
                 f"{name:26s} {top:5d}   {found.n_clusters_:5d} "
